@@ -1,0 +1,19 @@
+"""rffkit: kernel methods that scale and explain themselves.
+
+Random features turn a kernel machine into a linear model; RFFNet learns one relevance
+per input (an ARD kernel) jointly with that model.
+"""
+
+from . import datasets, kernels
+from .features import RandomFourierFeatures
+from .layers import ARDRandomFourierFeatures
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ARDRandomFourierFeatures",
+    "RandomFourierFeatures",
+    "datasets",
+    "kernels",
+    "__version__",
+]

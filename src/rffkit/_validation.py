@@ -1,0 +1,91 @@
+"""The one boundary between users' arrays and the tensor numerics.
+
+Everything that turns user input into tensors lives here: device resolution, dtype
+choice, random-state plumbing (never touching global NumPy or torch state) and
+numpy <-> torch conversion.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "resolve_device",
+    "torch_dtype_for",
+    "seed_from_random_state",
+    "torch_generator",
+    "as_tensor",
+    "to_numpy",
+]
+
+_SEED_BOUND = 2**31 - 1
+
+
+def resolve_device(device, *, owner="estimator"):
+    """Return a ``torch.device`` for ``device``, with an actionable error if absent.
+
+    ``device`` may be ``'cpu'``, ``'cuda'``, ``'cuda:N'``, ``'auto'`` (CUDA when one is
+    present, otherwise the CPU) or a ``torch.device``.
+    """
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"{owner}: device={device!r} is not a valid torch device; "
+            "expected 'cpu', 'cuda', 'cuda:N' or 'auto'."
+        ) from exc
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"{owner}: device={device!r} was requested but no CUDA GPU is available "
+            "to this torch build; use device='cpu' or device='auto'."
+        )
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(
+            f"{owner}: device type {resolved.type!r} is not supported; "
+            "expected 'cpu' or 'cuda'."
+        )
+    return resolved
+
+
+def torch_dtype_for(array):
+    """float32 input stays float32; every other dtype computes in float64."""
+    if getattr(array, "dtype", None) == np.float32:
+        return torch.float32
+    return torch.float64
+
+
+def seed_from_random_state(random_state):
+    """Draw one integer seed from ``random_state`` (None, int or RandomState).
+
+    The draw comes from a local ``RandomState``; the global NumPy state is only read
+    when ``random_state`` is None, exactly as scikit-learn does.
+    """
+    if isinstance(random_state, numbers.Integral):
+        # Use the integer itself so the seed is stable and readable.
+        return int(random_state) % _SEED_BOUND
+    return int(check_random_state(random_state).randint(_SEED_BOUND))
+
+
+def torch_generator(seed, device="cpu"):
+    """A local torch generator seeded with ``seed`` (global torch state untouched)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator
+
+
+def as_tensor(array, *, dtype, device):
+    """Convert a NumPy array (or tensor) into a contiguous tensor on ``device``."""
+    if isinstance(array, torch.Tensor):
+        return array.to(device=device, dtype=dtype)
+    return torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=device)
+
+
+def to_numpy(tensor):
+    """Detach a tensor and return it as a NumPy array on the CPU."""
+    return tensor.detach().cpu().numpy()
