@@ -23,10 +23,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Benchmarks are not tests: they take long and write into benchmarks/results/.
+# `make bench` runs every benchmarks/bench_*.py; `make bench-core` only issue 2's table.
 bench-core: $(STAMP)
 	$(BIN)/python benchmarks/bench_rffnet_se.py
 
-bench: bench-core
+bench: $(STAMP)
+	set -e; for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script; done
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
