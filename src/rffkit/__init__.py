@@ -7,12 +7,14 @@ per input (an ARD kernel) jointly with that model.
 from . import datasets, kernels
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
+from .ridge import RFFRidge
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ARDRandomFourierFeatures",
     "RandomFourierFeatures",
+    "RFFRidge",
     "datasets",
     "kernels",
     "__version__",

@@ -1,0 +1,262 @@
+"""Tensor numerics of ridge regression along a regularisation path.
+
+One symmetric eigendecomposition serves every ``alpha`` of a grid. With centred
+features ``Zc`` (n x D) and centred targets ``yc`` (n x T), write the thin spectral
+decomposition of the smaller Gram matrix as
+
+    Zc = U_hat diag(sqrt(s)) V^T,   U = Zc V = U_hat diag(sqrt(s))   (n x r),
+
+with ``r = min(n, D)``: in the *primal* form ``Zc^T Zc = V diag(s) V^T`` (D x D) and
+``U = Zc V``; in the *dual* form ``Zc Zc^T = U_hat diag(s) U_hat^T`` (n x n) and
+``U = U_hat diag(sqrt(s))``. Let ``q = U^T yc`` (r x T). Then, for every ``alpha``,
+
+* coefficients   ``w(alpha) = V diag(1 / (s + alpha)) q``           (primal)
+                 ``w(alpha) = Zc^T U_hat diag(1 / (s + alpha)) U_hat^T yc``  (dual)
+* hat matrix     ``H(alpha) = 1 1^T / n + U diag(1 / (s + alpha)) U^T``
+  (the ``1 1^T / n`` term is the unpenalised intercept, present when centring),
+* degrees of freedom ``df(alpha) = tr H = 1 + sum_k s_k / (s_k + alpha)``,
+* residual sum of squares, in O(r T) per alpha:
+  ``RSS(alpha) = ||yc||^2 - sum_k q_k^2 (s_k + 2 alpha) / (s_k + alpha)^2``,
+  since ``yc^T H yc = sum q_k^2 / (s_k + alpha)`` and ``||H yc||^2 = sum s_k q_k^2 / (s_k + alpha)^2``,
+* hat diagonal, in O(r) per sample and alpha:
+  ``h_ii(alpha) = 1 / n + sum_k U_ik^2 / (s_k + alpha)
+  = 1 / n + sum_k U_hat_ik^2 s_k / (s_k + alpha)``.
+
+Generalised cross-validation (Golub, Heath and Wahba, 1979) is
+``GCV(alpha) = (RSS(alpha) / n) / (1 - df(alpha) / n)^2`` and exact leave-one-out is
+``LOO(alpha) = (1 / n) sum_i (e_i(alpha) / (1 - h_ii(alpha)))^2`` with residuals
+``e = yc - U diag(1 / (s + alpha)) q``. Costs: forming the Gram matrix is
+O(n r max(n, D)), the eigendecomposition O(r^3); then GCV costs O(r T) per alpha and
+LOO O(n r (1 + T)) per alpha, plus O(n D r) once to form ``U`` in the primal form
+(done in row blocks so that ``U`` is never held whole).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+__all__ = [
+    "RidgeSpectrum",
+    "ridge_spectrum",
+    "gcv_path",
+    "loo_path",
+    "ridge_coefficients",
+]
+
+_BLOCK_ROWS = 4096
+
+
+@dataclass
+class RidgeSpectrum:
+    """Everything the path needs, computed once from ``Z`` and ``y``.
+
+    Attributes
+    ----------
+    form : {'primal', 'dual'}
+    eigenvalues : tensor of shape (r,)
+        ``s``, clamped at zero (rounding can make tiny ones negative).
+    eigenvectors : tensor
+        ``V`` (D x r) in the primal form, ``U_hat`` (n x r) in the dual form.
+    projections : tensor of shape (r, T)
+        ``q = U^T yc``.
+    y_norm2 : tensor of shape (T,)
+        ``||yc||^2`` per target.
+    n_samples : int
+    intercept : bool
+        Whether features and targets were centred (unpenalised intercept).
+    feature_mean : ndarray of shape (D,)
+    target_mean : ndarray of shape (T,)
+    dual_projections : tensor of shape (r, T) or None
+        ``U_hat^T yc`` in the dual form (kept to avoid dividing by ``sqrt(s)``).
+    """
+
+    form: str
+    eigenvalues: torch.Tensor
+    eigenvectors: torch.Tensor
+    projections: torch.Tensor
+    y_norm2: torch.Tensor
+    n_samples: int
+    intercept: bool
+    feature_mean: np.ndarray
+    target_mean: np.ndarray
+    dual_projections: torch.Tensor | None = None
+
+
+def _writable(array):
+    """torch warns on read-only NumPy buffers (memory maps); copy those."""
+    return array if array.flags.writeable else array.copy()
+
+
+def _dense_tensor(array, dtype, device):
+    return torch.as_tensor(np.ascontiguousarray(_writable(np.asarray(array))), dtype=dtype, device=device)
+
+
+def ridge_spectrum(Z, y, *, fit_intercept, dtype, device, form="auto"):
+    """Centre, form the smaller Gram matrix and eigendecompose it (once).
+
+    Parameters
+    ----------
+    Z : ndarray or scipy sparse matrix of shape (n, D)
+    y : ndarray of shape (n, T)
+    fit_intercept : bool
+    dtype : torch.dtype
+    device : torch.device
+    form : {'auto', 'primal', 'dual'}
+        'auto' takes the primal D x D Gram matrix when ``D <= n``, else the dual.
+
+    Returns
+    -------
+    RidgeSpectrum
+    """
+    n, D = Z.shape
+    if form == "auto":
+        form = "primal" if D <= n else "dual"
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    y = np.asarray(y, dtype=np_dtype)
+    target_mean = y.mean(axis=0) if fit_intercept else np.zeros(y.shape[1], dtype=np_dtype)
+    yc = _dense_tensor(y - target_mean, dtype, device)
+    sparse = sp.issparse(Z)
+    if sparse:
+        Z = sp.csr_matrix(Z, dtype=np_dtype)
+        feature_mean = np.asarray(Z.mean(axis=0), dtype=np_dtype).ravel()
+    else:
+        Zt = _dense_tensor(Z, dtype, device)
+        mean_t = Zt.mean(dim=0) if fit_intercept else torch.zeros(D, dtype=dtype, device=device)
+        feature_mean = mean_t.cpu().numpy()
+        Zt = Zt - mean_t
+    if not fit_intercept:
+        feature_mean = np.zeros(D, dtype=np_dtype)
+
+    if form == "primal":
+        if sparse:
+            # Zc^T Zc = Z^T Z - n m m^T, computed in float64 to limit cancellation.
+            gram = (Z.T @ Z).toarray().astype(np.float64)
+            mean64 = feature_mean.astype(np.float64)
+            gram -= n * np.outer(mean64, mean64)
+            gram = torch.as_tensor(gram, dtype=dtype, device=device)
+            zty = Z.T @ (y - target_mean) - np.outer(feature_mean, (y - target_mean).sum(axis=0))
+            zty = _dense_tensor(zty, dtype, device)
+        else:
+            gram = Zt.T @ Zt
+            zty = Zt.T @ yc
+        s, V = torch.linalg.eigh(gram)
+        q = V.T @ zty
+        vectors = V
+        p = None
+    else:
+        if sparse:
+            kernel = (Z @ Z.T).toarray().astype(np.float64)
+            if fit_intercept:
+                row = kernel.mean(axis=1, keepdims=True)
+                kernel = kernel - row - row.T + row.mean()
+            kernel = torch.as_tensor(kernel, dtype=dtype, device=device)
+        else:
+            kernel = Zt @ Zt.T
+        s, U_hat = torch.linalg.eigh(kernel)
+        p = U_hat.T @ yc
+        q = torch.sqrt(torch.clamp(s, min=0.0))[:, None] * p
+        vectors = U_hat
+    return RidgeSpectrum(
+        form=form,
+        eigenvalues=torch.clamp(s, min=0.0),
+        eigenvectors=vectors,
+        projections=q,
+        y_norm2=(yc * yc).sum(dim=0),
+        n_samples=n,
+        intercept=bool(fit_intercept),
+        feature_mean=feature_mean,
+        target_mean=target_mean,
+        dual_projections=p,
+    )
+
+
+def _alphas_tensor(alphas, like):
+    return torch.as_tensor(np.asarray(alphas, dtype=np.float64), dtype=like.dtype, device=like.device)
+
+
+def gcv_path(spectrum, alphas):
+    """GCV score of every alpha for every target, shape (n_alphas, T), O(r T) per alpha.
+
+    ``GCV(alpha) = (RSS(alpha) / n) / (1 - df(alpha) / n)^2``; ``inf`` where
+    ``df(alpha) >= n`` (an interpolating fit, for which GCV is undefined).
+    """
+    s = spectrum.eigenvalues
+    a = _alphas_tensor(alphas, s)[:, None]  # (A, 1)
+    n = spectrum.n_samples
+    shrink = 1.0 / (s[None, :] + a)  # (A, r)
+    weight = (s[None, :] + 2.0 * a) * shrink * shrink  # (A, r)
+    q2 = spectrum.projections * spectrum.projections  # (r, T)
+    rss = torch.clamp(spectrum.y_norm2[None, :] - weight @ q2, min=0.0)  # (A, T)
+    df = (s[None, :] * shrink).sum(dim=1) + (1.0 if spectrum.intercept else 0.0)  # (A,)
+    denominator = (1.0 - df / n) ** 2
+    score = (rss / n) / denominator[:, None]
+    score = torch.where((df < n * (1 - 1e-7))[:, None], score, torch.full_like(score, float("inf")))
+    return score
+
+
+def _u_block(spectrum, Zc_rows):
+    """Rows of ``U``: ``Zc[rows] V`` (primal) or ``U_hat[rows] sqrt(s)`` (dual)."""
+    if spectrum.form == "primal":
+        return Zc_rows @ spectrum.eigenvectors
+    return Zc_rows * torch.sqrt(spectrum.eigenvalues)[None, :]
+
+
+def loo_path(spectrum, alphas, Z, y):
+    """Exact leave-one-out mean squared error, shape (n_alphas, T).
+
+    Uses ``e_i / (1 - h_ii)`` with the hat diagonal of the module docstring; ``Z`` and
+    ``y`` are the same arrays given to :func:`ridge_spectrum`. Costs O(n r (1 + T))
+    per alpha; rows are processed in blocks.
+    """
+    s = spectrum.eigenvalues
+    dtype, device = s.dtype, s.device
+    a = _alphas_tensor(alphas, s)
+    shrink = 1.0 / (s[:, None] + a[None, :])  # (r, A)
+    q = spectrum.projections  # (r, T)
+    T = q.shape[1]
+    coef_in_basis = (q[:, None, :] * shrink[:, :, None]).reshape(q.shape[0], -1)  # (r, A*T)
+    n = spectrum.n_samples
+    base = 1.0 / n if spectrum.intercept else 0.0
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    yc = np.asarray(y, dtype=np_dtype) - spectrum.target_mean
+    total = torch.zeros(a.shape[0], T, dtype=torch.float64, device=device)
+    for start in range(0, n, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n)
+        if spectrum.form == "primal":
+            rows = Z[start:stop]
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            rows = _dense_tensor(rows, dtype, device) - torch.as_tensor(spectrum.feature_mean, dtype=dtype, device=device)
+        else:
+            rows = spectrum.eigenvectors[start:stop]
+        U = _u_block(spectrum, rows)  # (b, r)
+        hat = base + (U * U) @ shrink  # (b, A)
+        fitted = (U @ coef_in_basis).reshape(-1, a.shape[0], T)  # (b, A, T)
+        resid = _dense_tensor(yc[start:stop], dtype, device)[:, None, :] - fitted
+        loo = resid / (1.0 - hat)[:, :, None]
+        total += (loo * loo).sum(dim=0).to(torch.float64)
+    return (total / n).to(dtype)
+
+
+def ridge_coefficients(spectrum, alpha, Z=None):
+    """Coefficients ``w`` (D x T) for one alpha, or one alpha per target (shape (T,)).
+
+    ``Z`` (the uncentred features) is needed in the dual form only.
+    """
+    s = spectrum.eigenvalues
+    a = _alphas_tensor(np.atleast_1d(alpha), s)[None, :]  # (1, T) or (1, 1)
+    shrink = 1.0 / (s[:, None] + a)  # (r, T) or (r, 1)
+    if spectrum.form == "primal":
+        return spectrum.eigenvectors @ (spectrum.projections * shrink)
+    # dual: w = Zc^T c with c = (Zc Zc^T + alpha I)^{-1} yc = U_hat diag(1/(s+alpha)) U_hat^T yc.
+    dual = spectrum.eigenvectors @ (spectrum.dual_projections * shrink)  # (n, T)
+    dual_np = dual.cpu().numpy()
+    if sp.issparse(Z):
+        w = np.asarray(Z.T @ dual_np)
+    else:
+        w = np.asarray(Z).T.astype(dual_np.dtype, copy=False) @ dual_np
+    w = w - np.outer(spectrum.feature_mean, dual_np.sum(axis=0))
+    return torch.as_tensor(np.ascontiguousarray(w), dtype=s.dtype, device=s.device)

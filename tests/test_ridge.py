@@ -1,0 +1,210 @@
+"""RFFRidge against naive references: sklearn Ridge, brute-force LOO and explicit-hat GCV.
+
+Tolerances: float64 paths agree with the references to rtol 1e-6 (they differ only by
+rounding in an eigendecomposition vs. a direct solve); float32 to rtol 1e-3.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.linear_model import Ridge
+from sklearn.preprocessing import SplineTransformer
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rffkit import RandomFourierFeatures, RFFRidge
+from rffkit._ridge_path import gcv_path, loo_path, ridge_spectrum
+
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")),
+]
+ALPHAS = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
+
+
+def make_problem(n=60, p=3, seed=0, n_targets=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    f = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2
+    if n_targets is None:
+        return X, f + 0.1 * rng.normal(size=n)
+    return X, np.column_stack([f * (k + 1) + 0.1 * rng.normal(size=n) for k in range(n_targets)])
+
+
+def naive_loo(Z, y, alpha, fit_intercept=True):
+    """Mean squared leave-one-out error by n refits of sklearn's Ridge."""
+    n = Z.shape[0]
+    errors = []
+    for i in range(n):
+        keep = np.arange(n) != i
+        model = Ridge(alpha=alpha, fit_intercept=fit_intercept, solver="cholesky").fit(Z[keep], y[keep])
+        errors.append((y[i] - model.predict(Z[i : i + 1])[0]) ** 2)
+    return float(np.mean(errors))
+
+
+def naive_gcv(Z, y, alpha, fit_intercept=True):
+    """GCV from the explicit n x n hat matrix of [1, Z] with penalty diag(0, alpha I)."""
+    n = Z.shape[0]
+    design = np.column_stack([np.ones(n), Z]) if fit_intercept else Z
+    penalty = alpha * np.eye(design.shape[1])
+    if fit_intercept:
+        penalty[0, 0] = 0.0
+    hat = design @ np.linalg.solve(design.T @ design + penalty, design.T)
+    residual = y - hat @ y
+    return float(np.mean(residual**2) / (1 - np.trace(hat) / n) ** 2)
+
+
+@parametrize_with_checks(
+    [
+        RFFRidge(random_state=0),
+        RFFRidge(
+            features=RandomFourierFeatures(n_components=40, length_scale=3.0), alpha_selection="loo", random_state=0
+        ),
+        RFFRidge(alphas=0.5, alpha_selection=None, fit_intercept=False, random_state=0),
+    ]
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("n_components", [20, 90])  # primal (D < n) and dual (D > n) forms
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_fixed_alpha_equals_sklearn_ridge(n_components, fit_intercept):
+    X, y = make_problem()
+    features = RandomFourierFeatures(n_components=n_components, random_state=1)
+    model = RFFRidge(features=features, alphas=0.3, alpha_selection=None, fit_intercept=fit_intercept).fit(X, y)
+    Z = features.fit_transform(X)
+    reference = Ridge(alpha=0.3, fit_intercept=fit_intercept, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(model.predict(X), reference.predict(Z), rtol=1e-6, atol=1e-10)
+    assert model.alpha_ == 0.3 and model.cv_values_ is None
+
+
+@pytest.mark.parametrize("n_components", [15, 80])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_loo_and_gcv_equal_brute_force(n_components, fit_intercept):
+    X, y = make_problem(n=40)
+    features = RandomFourierFeatures(n_components=n_components, random_state=2)
+    Z = features.fit_transform(X)
+    common = dict(features=features, alphas=ALPHAS, fit_intercept=fit_intercept)
+    loo = RFFRidge(alpha_selection="loo", **common).fit(X, y)
+    gcv = RFFRidge(alpha_selection="gcv", **common).fit(X, y)
+    brute_loo = [naive_loo(Z, y, a, fit_intercept) for a in ALPHAS]
+    brute_gcv = [naive_gcv(Z, y, a, fit_intercept) for a in ALPHAS]
+    np.testing.assert_allclose(loo.cv_values_, brute_loo, rtol=1e-6)
+    np.testing.assert_allclose(gcv.cv_values_, brute_gcv, rtol=1e-6)
+    # The eigen-path chooses the alpha a naive loop chooses.
+    assert loo.alpha_ == ALPHAS[int(np.argmin(brute_loo))]
+    assert gcv.alpha_ == ALPHAS[int(np.argmin(brute_gcv))]
+    assert loo.best_score_ == pytest.approx(min(brute_loo), rel=1e-6)
+    # ... and then solves exactly at that alpha.
+    reference = Ridge(alpha=loo.alpha_, fit_intercept=fit_intercept, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(loo.coef_, reference.coef_, rtol=1e-6, atol=1e-10)
+
+
+def test_multi_output_matches_per_target_fits():
+    X, Y = make_problem(n=50, n_targets=3)
+    features = RandomFourierFeatures(n_components=25, random_state=3)
+    joint = RFFRidge(features=features, alphas=ALPHAS, alpha_per_target=True).fit(X, Y)
+    assert joint.coef_.shape == (3, 25) and joint.intercept_.shape == (3,) and joint.alpha_.shape == (3,)
+    assert joint.cv_values_.shape == (len(ALPHAS), 3)
+    for k in range(3):
+        single = RFFRidge(features=features, alphas=ALPHAS).fit(X, Y[:, k])
+        np.testing.assert_allclose(joint.cv_values_[:, k], single.cv_values_, rtol=1e-8)
+        assert joint.alpha_[k] == single.alpha_
+        np.testing.assert_allclose(joint.coef_[k], single.coef_, rtol=1e-8, atol=1e-12)
+    shared = RFFRidge(features=features, alphas=ALPHAS).fit(X, Y)
+    assert shared.alpha_ == ALPHAS[int(np.argmin(shared.cv_values_.sum(axis=1)))]
+    assert shared.predict(X).shape == (50, 3)
+
+
+@pytest.mark.parametrize("n_knots", [4, 30])  # D < n and D > n
+@pytest.mark.parametrize("selection", ["gcv", "loo"])
+def test_sparse_feature_output_equals_dense(n_knots, selection):
+    X, y = make_problem(n=45, p=2)
+    dense = RFFRidge(features=SplineTransformer(n_knots=n_knots), alphas=ALPHAS, alpha_selection=selection).fit(X, y)
+    sparse = RFFRidge(
+        features=SplineTransformer(n_knots=n_knots, sparse_output=True), alphas=ALPHAS, alpha_selection=selection
+    ).fit(X, y)
+    assert sp.issparse(sparse.features_.transform(X))
+    np.testing.assert_allclose(sparse.cv_values_, dense.cv_values_, rtol=1e-6)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sparse.predict(X), dense.predict(X), rtol=1e-6, atol=1e-9)
+
+
+def test_float32_stays_float32_and_agrees_with_float64():
+    X, y = make_problem()
+    features = RandomFourierFeatures(n_components=20, random_state=4)
+    model32 = RFFRidge(features=features, alphas=ALPHAS).fit(X.astype(np.float32), y.astype(np.float32))
+    model64 = RFFRidge(features=features, alphas=ALPHAS).fit(X, y)
+    assert model32.coef_.dtype == np.float32
+    assert model32.predict(X.astype(np.float32)).dtype == np.float32
+    assert model64.predict(X).dtype == np.float64
+    np.testing.assert_allclose(model32.cv_values_, model64.cv_values_, rtol=1e-3)
+    np.testing.assert_allclose(model32.predict(X.astype(np.float32)), model64.predict(X), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_spectrum_scores_on_device(device):
+    X, y = make_problem(n=30)
+    Z = RandomFourierFeatures(n_components=12, random_state=5).fit_transform(X)
+    spectrum = ridge_spectrum(Z, y[:, None], fit_intercept=True, dtype=torch.float64, device=torch.device(device))
+    gcv = gcv_path(spectrum, ALPHAS)[:, 0].cpu().numpy()
+    loo = loo_path(spectrum, ALPHAS, Z, y[:, None])[:, 0].cpu().numpy()
+    np.testing.assert_allclose(gcv, [naive_gcv(Z, y, a) for a in ALPHAS], rtol=1e-6)
+    np.testing.assert_allclose(loo, [naive_loo(Z, y, a) for a in ALPHAS], rtol=1e-6)
+
+
+def test_same_random_state_same_model_without_touching_global_rng():
+    X, y = make_problem()
+    numpy_state = np.random.get_state()[1].copy()
+    torch_state = torch.get_rng_state().clone()
+    first = RFFRidge(random_state=7).fit(X, y)
+    second = RFFRidge(random_state=7).fit(X, y)
+    other = RFFRidge(random_state=8).fit(X, y)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.predict(X), second.predict(X))
+    assert not np.array_equal(first.coef_, other.coef_)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    # The estimator's random_state overrides the one of a given feature map.
+    features = RandomFourierFeatures(n_components=10, random_state=0)
+    assert RFFRidge(features=features, random_state=3).fit(X, y).features_.random_state == 3
+    assert features.random_state == 0
+
+
+def test_pickle_round_trip():
+    X, y = make_problem()
+    model = RFFRidge(random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+
+
+def test_errors_are_actionable():
+    X, y = make_problem()
+    with pytest.raises(InvalidParameterError, match="alpha_selection"):
+        RFFRidge(alpha_selection="kfold").fit(X, y)
+    with pytest.raises(ValueError, match="alpha must be finite and > 0"):
+        RFFRidge(alphas=[1.0, -1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="exactly one alpha"):
+        RFFRidge(alphas=[1.0, 2.0], alpha_selection=None).fit(X, y)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        RFFRidge().fit(bad, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        RFFRidge().fit(X, y[:-1])
+    model = RFFRidge(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X has 2 features, but RFFRidge is expecting 3"):
+        model.predict(X[:, :2])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without a GPU")
+def test_cuda_without_gpu_raises_clear_error():
+    X, y = make_problem()
+    with pytest.raises(ValueError, match="no CUDA GPU is available"):
+        RFFRidge(device="cuda").fit(X, y)
