@@ -7,6 +7,7 @@ per input (an ARD kernel) jointly with that model.
 from . import datasets, kernels
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
+from .linear import RFFClassifier
 from .ridge import RFFRidge
 
 __version__ = "0.1.0"
@@ -14,6 +15,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ARDRandomFourierFeatures",
     "RandomFourierFeatures",
+    "RFFClassifier",
     "RFFRidge",
     "datasets",
     "kernels",

@@ -1,0 +1,149 @@
+"""RFFClassifier against sklearn's LogisticRegression on the same random features.
+
+Objective equivalence: ``LogisticRegression(C)`` minimises
+``C sum_i loss_i + ||w||^2 / 2``, i.e. ``mean_i loss_i + ||w||^2 / (2 C n)``, so
+``alpha = 1 / (C n)``. Both solvers run to tight tolerances; coefficients agree to
+atol 1e-4 and probabilities to atol 1e-5 in float64 (L-BFGS stopping differences).
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import SplineTransformer
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rffkit import RandomFourierFeatures, RFFClassifier
+
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")),
+]
+
+
+def make_problem(n=150, n_classes=2, seed=0, labels=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    if n_classes == 2:
+        index = (X[:, 0] * X[:, 1] > 0).astype(int)
+    else:
+        index = np.digitize(np.arctan2(X[:, 1], X[:, 0]), np.linspace(-np.pi, np.pi, n_classes + 1)[1:-1])
+    labels = np.arange(n_classes) if labels is None else np.asarray(labels)
+    return X, labels[index]
+
+
+@parametrize_with_checks(
+    [
+        RFFClassifier(random_state=0),
+        RFFClassifier(features=RandomFourierFeatures(n_components=40, length_scale=2.0), alpha=1e-3, random_state=0),
+    ]
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_matches_sklearn_logistic_regression(n_classes, fit_intercept):
+    X, y = make_problem(n_classes=n_classes)
+    features = RandomFourierFeatures(n_components=30, random_state=1)
+    C = 5.0
+    ours = RFFClassifier(
+        features=features, alpha=1.0 / (C * X.shape[0]), fit_intercept=fit_intercept, tol=1e-9, max_iter=2000
+    )
+    ours.fit(X, y)
+    Z = features.fit_transform(X)
+    reference = LogisticRegression(C=C, fit_intercept=fit_intercept, tol=1e-12, max_iter=10_000).fit(Z, y)
+    assert ours.coef_.shape == reference.coef_.shape
+    np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-4)
+    np.testing.assert_allclose(ours.intercept_, reference.intercept_, atol=1e-4)
+    np.testing.assert_allclose(ours.predict_proba(X), reference.predict_proba(Z), atol=1e-5)
+    np.testing.assert_allclose(ours.decision_function(X), reference.decision_function(Z), atol=1e-4)
+    np.testing.assert_array_equal(ours.predict(X), reference.predict(Z))
+
+
+@pytest.mark.parametrize("labels", [["no", "yes"], [-1, 1], ["cat", "dog", "emu"]])
+def test_labels_of_any_type_are_returned_as_given(labels):
+    X, y = make_problem(n_classes=len(labels), labels=labels)
+    model = RFFClassifier(random_state=0).fit(X, y)
+    assert list(model.classes_) == sorted(labels)
+    predicted = model.predict(X)
+    assert set(predicted) <= set(labels) and predicted.dtype == np.asarray(labels).dtype
+    assert model.score(X, y) > 0.85
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(model.classes_[np.argmax(proba, axis=1)], predicted)
+    np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), proba, rtol=1e-12)
+    expected_shape = (X.shape[0],) if len(labels) == 2 else (X.shape[0], len(labels))
+    assert model.decision_function(X).shape == expected_shape
+
+
+def test_sparse_feature_output_is_supported():
+    X, y = make_problem()
+    dense = RFFClassifier(features=SplineTransformer(n_knots=6), tol=1e-9, max_iter=2000).fit(X, y)
+    sparse = RFFClassifier(features=SplineTransformer(n_knots=6, sparse_output=True), tol=1e-9, max_iter=2000).fit(X, y)
+    np.testing.assert_allclose(sparse.predict_proba(X), dense.predict_proba(X), atol=1e-8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float32_stays_float32(device):
+    X, y = make_problem(n_classes=3)
+    features = RandomFourierFeatures(n_components=30, random_state=2)
+    model32 = RFFClassifier(features=features, alpha=1e-3, device=device).fit(X.astype(np.float32), y)
+    model64 = RFFClassifier(features=features, alpha=1e-3, device=device).fit(X, y)
+    assert model32.coef_.dtype == np.float32
+    assert model32.decision_function(X.astype(np.float32)).dtype == np.float32
+    np.testing.assert_allclose(model32.predict_proba(X.astype(np.float32)), model64.predict_proba(X), atol=1e-3)
+
+
+def test_same_random_state_same_model_without_touching_global_rng():
+    X, y = make_problem()
+    numpy_state = np.random.get_state()[1].copy()
+    torch_state = torch.get_rng_state().clone()
+    first = RFFClassifier(random_state=5).fit(X, y)
+    second = RFFClassifier(random_state=5).fit(X, y)
+    other = RFFClassifier(random_state=6).fit(X, y)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    assert not np.array_equal(first.coef_, other.coef_)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+
+
+def test_pickle_round_trip():
+    X, y = make_problem(n_classes=3)
+    model = RFFClassifier(random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+
+
+def test_errors_are_actionable():
+    X, y = make_problem()
+    with pytest.raises(ValueError, match="only one class"):
+        RFFClassifier().fit(X, np.zeros(X.shape[0]))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        RFFClassifier().fit(X, np.linspace(0, 1, X.shape[0]))
+    with pytest.raises(InvalidParameterError, match="alpha"):
+        RFFClassifier(alpha=-1.0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        RFFClassifier(max_iter=0).fit(X, y)
+    bad = X.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        RFFClassifier().fit(bad, y)
+    model = RFFClassifier(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X has 1 features, but RFFClassifier is expecting 2"):
+        model.predict(X[:, :1])
+    with pytest.warns(ConvergenceWarning, match="increase max_iter"):
+        RFFClassifier(max_iter=1, tol=0.0, random_state=0).fit(X, y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without a GPU")
+def test_cuda_without_gpu_raises_clear_error():
+    X, y = make_problem()
+    with pytest.raises(ValueError, match="no CUDA GPU is available"):
+        RFFClassifier(device="cuda").fit(X, y)
