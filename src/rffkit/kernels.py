@@ -2,38 +2,76 @@
 
 Every kernel here is written for unit length scale as a function of the difference
 ``delta = x - y`` and normalised so that ``k(0) = 1``. By Bochner's theorem such a
-kernel is the characteristic function of a probability density ``p(omega)``, the
+kernel is the characteristic function of a probability measure ``p(omega)``, the
 *spectral density*, so that ``k(delta) = E_omega[cos(omega^T delta)]``. A length
 scale ``l`` (scalar or one per feature) enters as ``k(delta / l)``, whose spectral
 density is that of ``omega / l`` (Prop. 1 of Otto & Izbicki): samplers draw unit
 frequencies and callers divide by the length scale.
 
-The kernels of Table 1 of Otto's dissertation, renormalised to ``k(0) = 1``:
+==========  ==============================================  ===============================
+kernel      k(delta)                                        p(omega)
+==========  ==============================================  ===============================
+gaussian    exp(-||delta||_2^2 / 2)                         Normal(0, I)
+laplacian   exp(-||delta||_1)                               prod_i Cauchy(0, 1)
+cauchy      prod_i 1 / (1 + delta_i^2)                      prod_i Laplace(0, 1)
+matern12    exp(-r),  r = ||delta||_2                       Student t_1 (multivariate)
+matern32    (1 + sqrt3 r) exp(-sqrt3 r)                     Student t_3 (multivariate)
+matern52    (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)         Student t_5 (multivariate)
+induced     prod_i tri(delta_i), tri(t) = 1 - |t| on        prod_i, mass 8 / (pi n)^2 at
+            [-2, 2], extended with period 4                 +-n pi / 2, n odd
+spline      prod_i s(delta_i), s(t) = (1 + sum_{m<=M}       prod_i, mass m^{-2r} / Z at
+            m^{-2r} cos(2 pi m t)) / Z, r=1, M=10           +-2 pi m, m = 0..M
+==========  ==============================================  ===============================
 
-==========  ===============================  ====================================
-kernel      k(delta)                          p(omega), per dimension
-==========  ===============================  ====================================
-gaussian    exp(-||delta||_2^2 / 2)           Normal(0, 1): exp(-w^2/2)/sqrt(2 pi)
-laplacian   exp(-||delta||_1)                 Cauchy(0, 1): 1 / (pi (1 + w^2))
-cauchy      prod_i 1 / (1 + delta_i^2)        Laplace(0, 1): exp(-|w|) / 2
-==========  ===============================  ====================================
+The Matérn kernel of smoothness ``nu`` has spectral density proportional to
+``(2 nu + ||omega||^2)^{-(nu + d / 2)}``, the multivariate Student t law with ``2 nu``
+degrees of freedom and unit scale: ``omega = z sqrt(2 nu / g)`` with ``z ~ N(0, I)`` and
+``g ~ chi^2_{2 nu}`` (Rasmussen & Williams, 2006, eq. 4.15).
+
+The *induced* kernel of seed 004 (eq. 3.12, after Rahimi & Recht, 2008) is the
+decision-stump kernel ``E_t[sgn(x - t) sgn(y - t)] = 1 - 2 |x - y| / (b - a)`` for a
+threshold ``t ~ U[a, b]`` and ``x, y`` in ``[a, b]``. At unit length scale the box has
+half-width 1 (``k = 1 - |delta|`` for ``|delta| <= 2``); a box of width ``w`` is
+``length_scale = w / 2``. On the whole line it is continued as the triangle wave of
+period 4, whose Fourier series ``(8 / pi^2) sum_{n odd} cos(n pi t / 2) / n^2`` has
+non-negative coefficients: the spectrum is discrete and exact. Per-dimension kernels
+are combined by product, as seed 004 does for binning (eq. 3.9); its eq. 3.13 (an
+average over a random coordinate) is a different, additive kernel.
+
+The *spline* kernel ``k_2r`` of seed 004 (eq. 3.14, after Li et al., 2019) is periodic
+with period 1 and normalised here by ``Z = 1 + sum_m m^{-2r}``; its spectrum is the
+finite set of harmonics ``2 pi m``. A numerically computed density would smear these
+atoms (the saturation seen in seed 004, Fig. 3.7 and 3.9); sampling the atoms is exact.
+
+A kernel may also be given as a Python callable of a one-dimensional difference; it is
+applied per dimension (product kernel) and its spectral density is computed
+numerically (:func:`rffkit._spectral.numerical_spectral_density`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
+from scipy import special, stats
+
+from ._spectral import DiscreteSpectrum, numerical_pitch_density, numerical_spectral_density
 
 __all__ = [
     "Kernel",
     "KERNELS",
     "get_kernel",
     "kernel_matrix",
+    "profile_kernel",
+    "matern_kernel",
+    "spline_kernel",
     "gaussian_profile",
     "laplacian_profile",
     "cauchy_profile",
+    "induced_profile",
+    "check_length_scale",
 ]
 
 
@@ -52,6 +90,39 @@ def cauchy_profile(delta):
     return np.prod(1.0 / (1.0 + delta * delta), axis=-1)
 
 
+def matern_profile(delta, nu):
+    """Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5}, Euclidean norm of the last axis."""
+    r = np.sqrt(np.sum(delta * delta, axis=-1))
+    if nu == 0.5:
+        return np.exp(-r)
+    if nu == 1.5:
+        s = np.sqrt(3.0) * r
+        return (1.0 + s) * np.exp(-s)
+    s = np.sqrt(5.0) * r
+    return (1.0 + s + s * s / 3.0) * np.exp(-s)
+
+
+def triangle_wave(t):
+    """``1 - |t|`` on ``[-2, 2]``, continued with period 4 (values in ``[-1, 1]``)."""
+    t = np.mod(np.abs(t), 4.0)
+    return np.where(t <= 2.0, 1.0 - t, t - 3.0)
+
+
+def induced_profile(delta):
+    """Induced (decision-stump) kernel ``prod_i tri(delta_i)`` on the last axis."""
+    return np.prod(triangle_wave(delta), axis=-1)
+
+
+def spline_profile_1d(t, order=1.0, n_terms=10):
+    """``(1 + sum_{m=1}^M m^{-2r} cos(2 pi m t)) / (1 + sum_m m^{-2r})``, elementwise."""
+    t = np.asarray(t, dtype=np.float64)
+    weights = np.arange(1, n_terms + 1, dtype=np.float64) ** (-2.0 * order)
+    total = np.ones_like(t)
+    for m, weight in enumerate(weights, start=1):
+        total = total + weight * np.cos(2.0 * np.pi * m * t)
+    return total / (1.0 + weights.sum())
+
+
 def _sample_normal(rng, n_features, n_components):
     return rng.standard_normal((n_features, n_components))
 
@@ -62,6 +133,27 @@ def _sample_cauchy(rng, n_features, n_components):
 
 def _sample_laplace(rng, n_features, n_components):
     return rng.laplace(0.0, 1.0, (n_features, n_components))
+
+
+def _sample_laplacian_pitch(rng, size):
+    # delta k''(delta) = delta exp(-delta): Gamma(2, 1).
+    return rng.gamma(2.0, 1.0, size)
+
+
+def _normal_ppf(u):
+    return special.ndtri(u)
+
+
+def _cauchy_ppf(u):
+    return np.tan(np.pi * (u - 0.5))
+
+
+def _laplace_ppf(u):
+    return -np.sign(u - 0.5) * np.log1p(-2.0 * np.abs(u - 0.5))
+
+
+def _chi_radius_ppf(u, n_features):
+    return np.sqrt(stats.chi2.ppf(u, n_features))
 
 
 @dataclass(frozen=True)
@@ -81,44 +173,217 @@ class Kernel:
     spectral_inverse_cdf : callable or None
         Per-dimension inverse CDF of the spectral density when the density factorises
         over dimensions (used by quasi-Monte Carlo sampling); None otherwise.
+    radial_inverse_cdf : callable or None
+        ``radial_inverse_cdf(u, n_features)``: quantile of ``||omega||`` for isotropic
+        kernels (orthogonal random features); None for non-isotropic kernels.
+    sample_pitches : callable or None
+        ``sample_pitches(rng, size)``: grid pitches from ``p(delta) = delta k''(delta)``
+        of a kernel that is a product of convex one-dimensional profiles (random
+        binning features); None where that density is not valid.
     """
 
     name: str
     profile: Callable[[np.ndarray], np.ndarray]
     sample_frequencies: Callable[[np.random.Generator, int, int], np.ndarray]
     spectral_inverse_cdf: Callable[[np.ndarray], np.ndarray] | None = None
+    radial_inverse_cdf: Callable[[np.ndarray, int], np.ndarray] | None = None
+    sample_pitches: Callable[[np.random.Generator, tuple], np.ndarray] | None = None
+
+    def is_isotropic(self, n_features):
+        """True when ``p(omega)`` depends on ``||omega||_2`` only (always in 1-D)."""
+        return self.radial_inverse_cdf is not None or n_features == 1
+
+    def qmc_dimension(self, n_features):
+        """Number of uniform coordinates :meth:`frequencies_from_uniforms` needs."""
+        return n_features if self.spectral_inverse_cdf is not None else n_features + 1
+
+    def frequencies_from_uniforms(self, u, n_features):
+        """Map points ``u`` of shape (n_components, qmc_dimension) to frequencies.
+
+        Separable densities use the per-dimension inverse CDF; isotropic ones take a
+        direction from the normal quantiles of the first ``n_features`` coordinates
+        and a radius from the radial quantile of the last one.
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_components)
+        """
+        if self.spectral_inverse_cdf is not None:
+            return self.spectral_inverse_cdf(u[:, :n_features]).T
+        z = special.ndtri(u[:, :n_features])
+        directions = z / np.linalg.norm(z, axis=1, keepdims=True)
+        radius = self.radial_inverse_cdf(u[:, n_features], n_features)
+        return (directions * radius[:, None]).T
 
 
-def _normal_ppf(u):
-    from scipy.special import ndtri
+def matern_kernel(nu):
+    """The Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5} (Euclidean norm)."""
+    if nu not in (0.5, 1.5, 2.5):
+        raise ValueError(f"Matérn smoothness nu={nu!r} is not supported; expected 0.5, 1.5 or 2.5.")
+    dof = 2.0 * nu
 
-    return ndtri(u)
+    def profile(delta):
+        return matern_profile(delta, nu)
+
+    def sample(rng, n_features, n_components):
+        z = rng.standard_normal((n_features, n_components))
+        return z * np.sqrt(dof / rng.chisquare(dof, n_components))
+
+    def radius_ppf(u, n_features):
+        # ||omega||^2 / d = (||z||^2 / d) / (g / 2 nu) ~ F(d, 2 nu).
+        return np.sqrt(n_features * stats.f.ppf(u, n_features, dof))
+
+    name = {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}[nu]
+    return Kernel(name, profile, sample, None, radius_ppf)
 
 
-def _cauchy_ppf(u):
-    return np.tan(np.pi * (u - 0.5))
+def _sample_induced(rng, n_features, n_components):
+    return _INDUCED_SPECTRUM.sample(rng, (n_features, n_components))
 
 
-def _laplace_ppf(u):
-    return -np.sign(u - 0.5) * np.log1p(-2.0 * np.abs(u - 0.5))
+def _induced_ppf(u):
+    return _INDUCED_SPECTRUM.ppf(u)
 
+
+def _induced_spectrum(n_table=4096):
+    harmonics = 2.0 * np.arange(n_table) + 1.0
+    masses = 8.0 / (np.pi**2 * harmonics**2)
+    return DiscreteSpectrum(
+        harmonics * np.pi / 2.0, masses, tail_mass=1.0 - masses.sum(), tail_step=np.pi / 2.0
+    )
+
+
+def spline_kernel(order=1.0, n_terms=10):
+    """The periodic spline kernel ``k_2r`` of seed 004, eq. 3.14, normalised to ``k(0) = 1``.
+
+    ``k(delta) = prod_i (1 + sum_{m=1}^M m^{-2r} cos(2 pi m delta_i)) / (1 + sum_m m^{-2r})``
+    with ``r = order`` and ``M = n_terms``; its spectrum puts mass ``m^{-2r} / Z`` on the
+    frequencies ``+-2 pi m`` (``m = 0`` carries ``1 / Z``).
+    """
+    if not (order > 0 and int(n_terms) == n_terms and n_terms >= 1):
+        raise ValueError(
+            f"spline_kernel: order={order!r} must be > 0 and n_terms={n_terms!r} a positive integer."
+        )
+    n_terms = int(n_terms)
+    weights = np.concatenate([[1.0], np.arange(1, n_terms + 1, dtype=np.float64) ** (-2.0 * order)])
+    spectrum = DiscreteSpectrum(2.0 * np.pi * np.arange(n_terms + 1), weights / weights.sum())
+
+    def profile(delta):
+        return np.prod(spline_profile_1d(delta, order, n_terms), axis=-1)
+
+    def sample(rng, n_features, n_components):
+        return spectrum.sample(rng, (n_features, n_components))
+
+    name = "spline" if (order, n_terms) == (1.0, 10) else f"spline(r={order}, M={n_terms})"
+    return Kernel(name, profile, sample, spectrum.ppf)
+
+
+class _NumericalSpectrum:
+    """Spectral and pitch densities of a 1-D profile, computed on first use."""
+
+    def __init__(self, profile):
+        self.profile = profile
+
+    @cached_property
+    def spectrum(self):
+        return numerical_spectral_density(self.profile)
+
+    @cached_property
+    def pitch(self):
+        return numerical_pitch_density(self.profile)
+
+    def product_profile(self, delta):
+        with np.errstate(over="ignore", under="ignore"):
+            return np.prod(np.asarray(self.profile(delta), dtype=np.float64), axis=-1)
+
+    def sample(self, rng, n_features, n_components):
+        return self.spectrum.sample(rng, (n_features, n_components))
+
+    def ppf(self, u):
+        return self.spectrum.ppf(u)
+
+    def sample_pitches(self, rng, size):
+        return self.pitch.magnitude_ppf(rng.uniform(size=size))
+
+
+def profile_kernel(profile, name=None):
+    """A product kernel ``prod_i profile(delta_i)`` from a one-dimensional profile.
+
+    Its spectral density (and, for convex profiles, its binning pitch density) is
+    computed numerically on first use; invalid profiles raise ``ValueError`` then
+    (see :func:`rffkit._spectral.numerical_spectral_density`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kernel = profile_kernel(lambda d: np.exp(-np.abs(d)))
+    >>> kernel.sample_frequencies(np.random.default_rng(0), 2, 3).shape
+    (2, 3)
+    """
+    numeric = _NumericalSpectrum(profile)
+    label = name or getattr(profile, "__name__", "profile")
+    return Kernel(
+        label, numeric.product_profile, numeric.sample, numeric.ppf, None, numeric.sample_pitches
+    )
+
+
+_INDUCED_SPECTRUM = _induced_spectrum()
 
 KERNELS = {
-    "gaussian": Kernel("gaussian", gaussian_profile, _sample_normal, _normal_ppf),
-    "laplacian": Kernel("laplacian", laplacian_profile, _sample_cauchy, _cauchy_ppf),
+    "gaussian": Kernel(
+        "gaussian", gaussian_profile, _sample_normal, _normal_ppf, _chi_radius_ppf
+    ),
+    "laplacian": Kernel(
+        "laplacian",
+        laplacian_profile,
+        _sample_cauchy,
+        _cauchy_ppf,
+        None,
+        _sample_laplacian_pitch,
+    ),
     "cauchy": Kernel("cauchy", cauchy_profile, _sample_laplace, _laplace_ppf),
+    "matern12": matern_kernel(0.5),
+    "matern32": matern_kernel(1.5),
+    "matern52": matern_kernel(2.5),
+    "induced": Kernel(
+        "induced",
+        induced_profile,
+        _sample_induced,
+        _induced_ppf,
+    ),
+    "spline": spline_kernel(1.0, 10),
 }
 
 
 def get_kernel(kernel):
-    """Return the :class:`Kernel` registered under ``kernel`` (or ``kernel`` itself)."""
+    """Return the :class:`Kernel` for a name, a :class:`Kernel`, or a 1-D profile callable."""
     if isinstance(kernel, Kernel):
         return kernel
     if isinstance(kernel, str) and kernel in KERNELS:
         return KERNELS[kernel]
+    if callable(kernel):
+        return profile_kernel(kernel)
     raise ValueError(
-        f"Unknown kernel {kernel!r}; expected one of {sorted(KERNELS)}."
+        f"Unknown kernel {kernel!r}; expected one of {sorted(KERNELS)}, a Kernel, or a "
+        "callable k(delta) of a one-dimensional difference."
     )
+
+
+def check_length_scale(length_scale, n_features, *, owner):
+    """Validate a scalar or per-feature length scale; return it as a float array."""
+    scale = np.asarray(length_scale, dtype=np.float64)
+    if scale.ndim == 1 and scale.shape[0] != n_features:
+        raise ValueError(
+            f"{owner}: length_scale has {scale.shape[0]} entries but X has "
+            f"{n_features} features; pass a scalar or one value per feature."
+        )
+    if scale.ndim > 1:
+        raise ValueError(f"{owner}: length_scale must be a scalar or a 1-D array.")
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        raise ValueError(
+            f"{owner}: length_scale must be finite and strictly positive, got {length_scale!r}."
+        )
+    return scale
 
 
 def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
@@ -129,8 +394,9 @@ def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
 
     Parameters
     ----------
-    kernel : str or Kernel
-        Name of a registered kernel.
+    kernel : str, Kernel or callable
+        Name of a registered kernel, a :class:`Kernel`, or a one-dimensional profile
+        applied per dimension (product kernel).
     X : array of shape (n_X, n_features)
     Y : array of shape (n_Y, n_features), default=None
         ``None`` means ``Y = X``.
@@ -141,11 +407,18 @@ def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
     Returns
     -------
     K : ndarray of shape (n_X, n_Y)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kernel_matrix("laplacian", np.array([[0.0], [1.0]])).round(3)
+    array([[1.   , 0.368],
+           [0.368, 1.   ]])
     """
     kernel = get_kernel(kernel)
-    X = np.asarray(X, dtype=np.float64)
-    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
-    scale = np.asarray(length_scale, dtype=np.float64)
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    Y = X if Y is None else np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    scale = check_length_scale(length_scale, X.shape[1], owner="kernel_matrix")
     Xs, Ys = X / scale, Y / scale
     if chunk_size is None:
         chunk_size = max(1, int(8e6 // max(1, Ys.shape[0] * Ys.shape[1])))
