@@ -1,4 +1,4 @@
-"""scikit-learn transformers that map inputs to random features."""
+"""scikit-learn transformers that map inputs to random Fourier features."""
 
 from __future__ import annotations
 
@@ -14,69 +14,183 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .kernels import KERNELS, get_kernel
+from ._spectral import orthogonal_directions, qmc_uniforms, ridge_leverage_scores
 from ._validation import seed_from_random_state
+from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
-__all__ = ["RandomFourierFeatures", "check_length_scale"]
+__all__ = ["RandomFourierFeatures", "check_length_scale", "draw_frequencies"]
+
+_LEVERAGE_POOL_FACTOR = 4
+_LEVERAGE_MAX_SAMPLES = 2000
 
 
-def check_length_scale(length_scale, n_features, *, owner):
-    """Validate a scalar or per-feature length scale; return it as a float array."""
-    scale = np.asarray(length_scale, dtype=np.float64)
-    if scale.ndim == 1 and scale.shape[0] != n_features:
-        raise ValueError(
-            f"{owner}: length_scale has {scale.shape[0]} entries but X has "
-            f"{n_features} features; pass a scalar or one value per feature."
-        )
-    if scale.ndim > 1:
-        raise ValueError(f"{owner}: length_scale must be a scalar or a 1-D array.")
-    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-        raise ValueError(
-            f"{owner}: length_scale must be finite and strictly positive, got {length_scale!r}."
-        )
-    return scale
+def _trig_features(X, weights, offset, variant):
+    """Unnormalised features: sqrt(2) cos(XW + b), or [cos XW, sin XW] (cos_sin)."""
+    projection = X @ weights
+    if variant == "cos":
+        projection += offset
+        return np.sqrt(2.0) * np.cos(projection)
+    return np.hstack([np.cos(projection), np.sin(projection)])
+
+
+def draw_frequencies(kernel, X, n_frequencies, *, sampling, variant, scale, alpha, rng, owner):
+    """Frequencies, phases and importance weights of a random Fourier map.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (n_samples, n_features)
+        Training inputs (used by ``sampling='leverage'`` only).
+    n_frequencies : int
+    sampling : {'iid', 'orthogonal', 'qmc', 'leverage'}
+    variant : {'cos', 'cos_sin'}
+    scale : ndarray, scalar or of shape (n_features,)
+        Length scale the unit frequencies are divided by.
+    alpha : float
+        Ridge regularisation of the leverage scores.
+    rng : numpy.random.Generator
+    owner : str
+        Name used in error messages.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_features, n_frequencies)
+    offset : ndarray of shape (n_frequencies,)
+        Uniform phases for ``variant='cos'``, zeros for ``'cos_sin'``.
+    importance : ndarray of shape (n_frequencies,)
+        ``1 / sqrt(n_pool q_j)`` for leverage sampling, ones otherwise.
+    """
+    n_features = X.shape[1]
+    column_scale = scale.reshape(-1, 1) if scale.ndim else scale
+    importance = np.ones(n_frequencies)
+    if sampling == "iid":
+        unit = kernel.sample_frequencies(rng, n_features, n_frequencies)
+        offset = rng.uniform(0.0, 2.0 * np.pi, n_frequencies)
+    elif sampling == "orthogonal":
+        if not kernel.is_isotropic(n_features):
+            raise ValueError(
+                f"{owner}: sampling='orthogonal' needs an isotropic spectral density "
+                f"(gaussian or matern*), but kernel {kernel.name!r} is not isotropic in "
+                f"{n_features} dimensions; use sampling='iid' or 'qmc'."
+            )
+        directions = orthogonal_directions(rng, n_features, n_frequencies)
+        if kernel.radial_inverse_cdf is not None:
+            radius = kernel.radial_inverse_cdf(rng.uniform(size=n_frequencies), n_features)
+        else:  # one dimension: the radius is |omega|
+            radius = np.abs(kernel.sample_frequencies(rng, 1, n_frequencies)[0])
+        unit = directions * radius
+        offset = rng.uniform(0.0, 2.0 * np.pi, n_frequencies)
+    elif sampling == "qmc":
+        if kernel.spectral_inverse_cdf is None and kernel.radial_inverse_cdf is None:
+            raise ValueError(
+                f"{owner}: sampling='qmc' needs a per-dimension or radial inverse CDF, "
+                f"which kernel {kernel.name!r} does not provide; use sampling='iid'."
+            )
+        dimension = kernel.qmc_dimension(n_features) + 1
+        points = qmc_uniforms(rng, n_frequencies, dimension)
+        unit = kernel.frequencies_from_uniforms(points, n_features)
+        offset = 2.0 * np.pi * points[:, -1]
+    else:  # leverage
+        n_pool = _LEVERAGE_POOL_FACTOR * n_frequencies
+        pool = kernel.sample_frequencies(rng, n_features, n_pool) / column_scale
+        pool_offset = rng.uniform(0.0, 2.0 * np.pi, n_pool)
+        if X.shape[0] > _LEVERAGE_MAX_SAMPLES:
+            X = X[rng.choice(X.shape[0], _LEVERAGE_MAX_SAMPLES, replace=False)]
+        features = _trig_features(X.astype(np.float64), pool, pool_offset, variant)
+        if variant == "cos_sin":
+            scores = ridge_leverage_scores(np.sqrt(2.0) * features, alpha)
+            scores = scores[:n_pool] + scores[n_pool:]
+        else:
+            scores = ridge_leverage_scores(features, alpha)
+        probabilities = scores / scores.sum()
+        chosen = rng.choice(n_pool, size=n_frequencies, p=probabilities)
+        importance = 1.0 / np.sqrt(n_pool * probabilities[chosen])
+        weights = pool[:, chosen]
+        offset = pool_offset[chosen] if variant == "cos" else np.zeros(n_frequencies)
+        return weights, offset, importance
+    if variant == "cos_sin":
+        offset = np.zeros(n_frequencies)
+    return unit / column_scale, offset, importance
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random Fourier features of a shift-invariant kernel (Rahimi & Recht, 2007).
 
     Maps ``x`` to ``z(x) = sqrt(2 / D) cos(W^T (x / l) + b)`` with the columns of
-    ``W`` drawn i.i.d. from the kernel's spectral density and ``b ~ Uniform(0, 2 pi)``,
+    ``W`` drawn from the kernel's spectral density and ``b ~ Uniform(0, 2 pi)``,
     so that ``z(x)^T z(y)`` is an unbiased estimate of ``k((x - y) / l)``.
 
     Parameters
     ----------
-    kernel : {'gaussian', 'laplacian', 'cauchy'}, default='gaussian'
-        The kernel to approximate (see :mod:`rffkit.kernels` for the formulas).
+    kernel : str, Kernel or callable, default='gaussian'
+        One of ``'gaussian'``, ``'laplacian'``, ``'cauchy'``, ``'matern12'``,
+        ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'`` (formulas in
+        :mod:`rffkit.kernels`), a :class:`rffkit.kernels.Kernel`, or a callable
+        ``k(delta)`` of a one-dimensional difference with ``k(0) = 1``, applied per
+        dimension (product kernel) and whose spectral density is computed
+        numerically; a callable whose transform is not a density raises ``ValueError``.
     n_components : int, default=100
-        Number of random features ``D``.
+        Number of output features ``D``. With ``variant='cos_sin'`` it must be even
+        and ``D / 2`` frequencies are drawn.
     length_scale : float or array-like of shape (n_features,), default=1.0
         Length scale ``l``; a vector gives an ARD kernel.
+    sampling : {'iid', 'orthogonal', 'qmc', 'leverage'}, default='iid'
+        How the frequencies are drawn:
+
+        - ``'iid'``: independent draws from ``p(omega)``.
+        - ``'orthogonal'``: blocks of ``n_features`` orthogonal directions with radii
+          from the radial law of ``p`` (orthogonal random features, Yu et al. 2016).
+          Only for isotropic kernels (``gaussian``, ``matern*``; any kernel in 1-D,
+          where it reduces to ``'iid'``); others raise ``ValueError``.
+        - ``'qmc'``: scrambled Sobol' points (Halton when the number of frequencies
+          is not a power of two) pushed through the inverse CDF of ``p`` (per
+          dimension, or direction and radius for isotropic densities) and of ``b``.
+        - ``'leverage'``: a pool of ``4 D`` draws is re-sampled in ``fit`` with
+          probabilities ``q_j`` proportional to the ridge leverage scores on ``X``
+          (at most 2000 rows) and re-weighted by ``1 / sqrt(4 D q_j)``
+          (Avron et al. 2017; seed 004 §2.2.3).
+    variant : {'cos', 'cos_sin'}, default='cos'
+        ``'cos'``: ``sqrt(2 / D) cos(omega^T x + b)``. ``'cos_sin'``: the ``D / 2``
+        pairs ``[cos(omega^T x), sin(omega^T x)] / sqrt(D / 2)`` (no phase; lower
+        variance per frequency), cosines first.
+    alpha : float, default=0.1
+        Ridge parameter ``lambda`` of the leverage scores ``l(omega) = p(omega)
+        z_omega(X)^T (K + n lambda I)^{-1} z_omega(X)`` (``sampling='leverage'`` only;
+        Li et al. 2019 take ``lambda`` of order ``n^{-1/2}``).
     random_state : int, RandomState instance or None, default=None
-        Controls the draw of ``W`` and ``b``. Global random state is never modified.
+        Controls every random draw. Global random state is never modified.
 
     Attributes
     ----------
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
-        The frequencies ``W / l`` (already divided by the length scale).
-    random_offset_ : ndarray of shape (n_components,)
-        The phases ``b``.
+    random_weights_ : ndarray of shape (n_features_in_, n_frequencies)
+        The frequencies ``W / l`` (already divided by the length scale);
+        ``n_frequencies`` is ``n_components`` or ``n_components / 2`` (cos_sin).
+    random_offset_ : ndarray of shape (n_frequencies,)
+        The phases ``b`` (zeros for ``variant='cos_sin'``).
+    importance_weights_ : ndarray of shape (n_frequencies,)
+        Per-frequency factors ``sqrt(p / q)``: ones unless ``sampling='leverage'``.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
     See Also
     --------
-    sklearn.kernel_approximation.RBFSampler : the Gaussian-only equivalent.
+    sklearn.kernel_approximation.RBFSampler : the Gaussian-only i.i.d. equivalent.
+    rffkit.RandomBinningFeatures : sparse random binning features.
 
     Notes
     -----
-    The Monte-Carlo error of ``z(x)^T z(y)`` decays like ``1 / sqrt(D)``.
+    ``k(x - y) = E_omega[cos(omega^T (x - y))]`` (Bochner) and ``2 cos(a + b) cos(c + b)``
+    averages to ``cos(a - c)`` over ``b``, so ``z(x)^T z(y)`` is unbiased and its error
+    decays like ``1 / sqrt(D)`` for ``'iid'`` sampling.
 
     References
     ----------
-    A. Rahimi and B. Recht, "Random features for large-scale kernel machines",
-    NeurIPS 2007.
+    A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+    F. X. Yu et al., "Orthogonal random features", NeurIPS 2016.
+    J. Yang et al., "Quasi-Monte Carlo feature maps for shift-invariant kernels", ICML 2014.
+    H. Avron et al., "Random Fourier features for kernel ridge regression: approximation
+    bounds and statistical guarantees", ICML 2017.
 
     Examples
     --------
@@ -88,28 +202,61 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     """
 
     _parameter_constraints = {
-        "kernel": [StrOptions(set(KERNELS))],
+        "kernel": [StrOptions(set(KERNELS)), Kernel, callable],
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "sampling": [StrOptions({"iid", "orthogonal", "qmc", "leverage"})],
+        "variant": [StrOptions({"cos", "cos_sin"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, kernel="gaussian", n_components=100, length_scale=1.0, random_state=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        n_components=100,
+        length_scale=1.0,
+        sampling="iid",
+        variant="cos",
+        alpha=0.1,
+        random_state=None,
+    ):
         self.kernel = kernel
         self.n_components = n_components
         self.length_scale = length_scale
+        self.sampling = sampling
+        self.variant = variant
+        self.alpha = alpha
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Draw the random frequencies and phases for inputs like ``X``."""
         X = validate_data(self, X, dtype=[np.float64, np.float32])
-        n_features = X.shape[1]
-        scale = check_length_scale(self.length_scale, n_features, owner=type(self).__name__)
+        owner = type(self).__name__
+        scale = check_length_scale(self.length_scale, X.shape[1], owner=owner)
+        if self.variant == "cos_sin" and self.n_components % 2:
+            raise ValueError(
+                f"{owner}: variant='cos_sin' outputs cos/sin pairs, so n_components must "
+                f"be even; got n_components={self.n_components}."
+            )
+        n_frequencies = self.n_components // (2 if self.variant == "cos_sin" else 1)
         rng = np.random.default_rng(seed_from_random_state(self.random_state))
-        unit = get_kernel(self.kernel).sample_frequencies(rng, n_features, self.n_components)
-        self.random_weights_ = unit / scale.reshape(-1, 1) if scale.ndim else unit / scale
-        self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, self.n_components)
+        weights, offset, importance = draw_frequencies(
+            get_kernel(self.kernel),
+            X,
+            n_frequencies,
+            sampling=self.sampling,
+            variant=self.variant,
+            scale=scale,
+            alpha=self.alpha,
+            rng=rng,
+            owner=owner,
+        )
+        self.random_weights_ = weights
+        self.random_offset_ = offset
+        self.importance_weights_ = importance
         return self
 
     def transform(self, X):
@@ -117,11 +264,15 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         W = self.random_weights_.astype(X.dtype, copy=False)
-        b = self.random_offset_.astype(X.dtype, copy=False)
         projection = X @ W
-        projection += b
-        np.cos(projection, out=projection)
+        if self.variant == "cos":
+            projection += self.random_offset_.astype(X.dtype, copy=False)
+            np.cos(projection, out=projection)
+        else:
+            projection = np.hstack([np.cos(projection), np.sin(projection)])
         projection *= np.sqrt(2.0 / self.n_components).astype(X.dtype)
+        importance = self.importance_weights_.astype(X.dtype, copy=False)
+        projection *= np.tile(importance, 2) if self.variant == "cos_sin" else importance
         return projection
 
     @property
