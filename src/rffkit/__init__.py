@@ -4,7 +4,8 @@ Random features turn a kernel machine into a linear model; RFFNet learns one rel
 per input (an ARD kernel) jointly with that model.
 """
 
-from . import datasets, kernels
+from . import approximation, datasets, kernels
+from .binning import RandomBinningFeatures
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
 from .linear import RFFClassifier
@@ -14,9 +15,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ARDRandomFourierFeatures",
+    "RandomBinningFeatures",
     "RandomFourierFeatures",
     "RFFClassifier",
     "RFFRidge",
+    "approximation",
     "datasets",
     "kernels",
     "__version__",
