@@ -107,7 +107,9 @@ def approximation_error_curve(estimator, X, K_exact, n_components, random_states
     return {"n_components": n_components, "rmse": rmse, "nrmse": nrmse}
 
 
-def plot_approximation_error(curves, *, metric="nrmse", ax=None, title=None, reference_slope=True):
+def plot_approximation_error(
+    curves, *, metric="nrmse", ax=None, title=None, reference_slope=True, colors=None
+):
     """Draw error against number of components for several feature maps on one figure.
 
     Parameters
@@ -115,13 +117,16 @@ def plot_approximation_error(curves, *, metric="nrmse", ax=None, title=None, ref
     curves : dict
         ``label -> result`` of :func:`approximation_error_curve` (or any mapping with
         ``'n_components'`` and a ``metric`` array of shape (n_seeds, n_D) or (n_D,)).
-        The mean over seeds is drawn, with a band of +- one standard deviation.
+        The mean over seeds is drawn, with a band from the smallest to the largest
+        seed's error.
     metric : {'nrmse', 'rmse'}, default='nrmse'
     ax : matplotlib Axes, default=None
         Created (with its figure) when None.
     title : str, default=None
     reference_slope : bool, default=True
         Draw a dashed ``D^{-1/2}`` line through the first curve's first point.
+    colors : dict, default=None
+        ``label -> matplotlib colour``, to keep a map's colour across several axes.
 
     Returns
     -------
@@ -137,10 +142,12 @@ def plot_approximation_error(curves, *, metric="nrmse", ax=None, title=None, ref
     for label, result in curves.items():
         D = np.asarray(result["n_components"], dtype=np.float64)
         errors = np.atleast_2d(np.asarray(result[metric], dtype=np.float64))
-        mean, std = errors.mean(axis=0), errors.std(axis=0)
-        (line,) = ax.loglog(D, mean, marker="o", markersize=3, label=label)
+        mean = errors.mean(axis=0)
+        style = {"color": colors[label]} if colors and label in colors else {}
+        (line,) = ax.loglog(D, mean, marker="o", markersize=3, label=label, **style)
         if errors.shape[0] > 1:
-            ax.fill_between(D, np.maximum(mean - std, 1e-12), mean + std, color=line.get_color(), alpha=0.15)
+            low, high = errors.min(axis=0), errors.max(axis=0)
+            ax.fill_between(D, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
         if first is None:
             first = (D, mean[0])
     if reference_slope and first is not None:
