@@ -1,0 +1,279 @@
+"""SRFFRegressor and its numerics against naive references.
+
+Tolerances: the simplex projection matches an SLSQP solution of the same quadratic
+programme to 1e-6 (SLSQP's own accuracy) and satisfies its KKT conditions to 1e-10;
+the ridge step matches sklearn's Ridge to rtol 1e-8 and the analytic gradient matches
+torch autograd to rtol 1e-9 (float64, both exact up to rounding); float32 paths to 1e-4.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+from scipy.spatial.distance import cdist
+from sklearn.base import clone
+from sklearn.linear_model import Ridge
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rffkit._srff_solver import (
+    alpha_grid,
+    fista_gamma,
+    fit_srff,
+    gamma_loss,
+    gamma_loss_and_gradient,
+    project_onto_simplex,
+    ridge_coefficients,
+    srff_features,
+    srff_regularisation_path,
+)
+from rffkit.datasets import make_gregorova_se1
+from rffkit.srff import SRFFRegressor, median_neighbour_distance
+
+# A small configuration so the contract checks stay fast; the defaults (D = 300 and a
+# 50-value grid) only make each fit slower.
+FAST = dict(n_components=20, alphas=4, max_iter=20, random_state=0)
+
+
+def small_problem(n=80, d=4, D=30, seed=0, dtype=torch.float64):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + 0.1 * rng.normal(size=n)
+    E = rng.normal(size=(d, D)) / 2.0
+    b = rng.uniform(0, 2 * np.pi, D)
+    as_t = lambda a: torch.tensor(a, dtype=dtype)  # noqa: E731
+    return as_t(X), as_t(y), as_t(E), as_t(b)
+
+
+# --- simplex projection ------------------------------------------------------------
+
+
+def slsqp_projection(v, radius):
+    """Naive reference: solve min ||g - v||^2 s.t. g >= 0, sum g = radius with SLSQP."""
+    result = minimize(
+        lambda g: np.sum((g - v) ** 2),
+        np.full_like(v, radius / v.size),
+        jac=lambda g: 2 * (g - v),
+        bounds=[(0, None)] * v.size,
+        constraints=[{"type": "eq", "fun": lambda g: g.sum() - radius, "jac": lambda g: np.ones_like(g)}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
+    return result.x
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("radius", [1.0, 7.5])
+def test_simplex_projection_matches_qp_and_kkt(seed, radius):
+    rng = np.random.default_rng(seed)
+    v = rng.normal(scale=3.0, size=7)
+    g = project_onto_simplex(torch.tensor(v), radius).numpy()
+    np.testing.assert_allclose(g, slsqp_projection(v, radius), atol=1e-6)
+    # KKT: g = max(v - theta, 0) for one theta, g >= 0, sum(g) = radius.
+    assert np.all(g >= 0)
+    assert abs(g.sum() - radius) < 1e-10
+    support = g > 0
+    theta = np.mean(v[support] - g[support])
+    np.testing.assert_allclose(v[support] - g[support], theta, atol=1e-10)
+    assert np.all(v[~support] <= theta + 1e-10)
+
+
+def test_simplex_projection_fixed_points_and_ties():
+    inside = torch.tensor([0.5, 0.0, 2.5], dtype=torch.float64)
+    assert torch.equal(project_onto_simplex(inside, 3.0), inside)
+    tied = project_onto_simplex(torch.ones(4, dtype=torch.float64) * 5.0, 2.0)
+    np.testing.assert_allclose(tied.numpy(), 0.5, atol=1e-15)
+    with pytest.raises(ValueError, match="radius"):
+        project_onto_simplex(inside, 0.0)
+
+
+# --- ridge step and gradient -------------------------------------------------------
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_ridge_step_matches_sklearn(fit_intercept):
+    X, y, E, b = small_problem()
+    gamma = torch.tensor([2.0, 1.0, 0.5, 0.5], dtype=torch.float64)
+    Z = srff_features(X, gamma, E, b)
+    np.testing.assert_allclose(Z.numpy(), np.sqrt(2) * np.cos(X.numpy() * gamma.numpy() @ E.numpy() + b.numpy()))
+    coef, intercept = ridge_coefficients(Z, y, 0.7, fit_intercept=fit_intercept)
+    reference = Ridge(alpha=0.7, fit_intercept=fit_intercept, solver="cholesky").fit(Z.numpy(), y.numpy())
+    np.testing.assert_allclose(coef.numpy(), reference.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(float(intercept), reference.intercept_, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_gradient_matches_autograd(fit_intercept):
+    X, y, E, b = small_problem()
+    gamma = torch.tensor([1.5, 1.0, 0.2, 1.3], dtype=torch.float64)
+    coef, _ = ridge_coefficients(srff_features(X, gamma, E, b), y, 0.3, fit_intercept=fit_intercept)
+    value, gradient = gamma_loss_and_gradient(X, y, coef, gamma, E, b, fit_intercept=fit_intercept)
+    leaf = gamma.clone().requires_grad_(True)
+    prediction = srff_features(X, leaf, E, b) @ coef
+    residual = y - prediction
+    if fit_intercept:
+        residual = residual - residual.mean()
+    reference = residual @ residual
+    (reference_gradient,) = torch.autograd.grad(reference, leaf)
+    np.testing.assert_allclose(float(value), float(reference.detach()), rtol=1e-12)
+    np.testing.assert_allclose(gradient.numpy(), reference_gradient.numpy(), rtol=1e-9, atol=1e-9)
+
+
+# --- FISTA and the alternating descent ---------------------------------------------
+
+
+def test_fista_is_monotone_and_stays_on_simplex():
+    X, y, E, b = small_problem(n=120, d=5, seed=3)
+    gamma = torch.ones(5, dtype=torch.float64)
+    coef, _ = ridge_coefficients(srff_features(X, gamma, E, b), y, 0.1)
+    new_gamma, step, history = fista_gamma(
+        X, y, coef, gamma, E, b, radius=5.0, step=100.0, max_iter=60, tol=0.0
+    )
+    assert len(history) > 5
+    assert np.all(np.diff(history) <= 1e-12 * history[0])
+    assert history[-1] < 0.98 * history[0]
+    assert step < 100.0  # backtracking shrank the deliberately huge first step
+    assert torch.all(new_gamma >= 0) and abs(float(new_gamma.sum()) - 5.0) < 1e-10
+    np.testing.assert_allclose(
+        history[-1], float(gamma_loss(X, y, coef, new_gamma, E, b)), rtol=1e-12
+    )
+
+
+def test_alternating_objective_decreases_and_converges():
+    X, y, E, b = small_problem(n=150, d=5, seed=4)
+    solution = fit_srff(X, y, E, b, 0.5, tol=1e-8, max_iter=40, max_inner_iter=10)
+    objective = np.asarray(solution.objective)
+    assert np.all(np.diff(objective) <= 1e-12 * objective[0])
+    assert objective[-1] < objective[0]
+    # The returned (a, c) is the ridge solution for the returned gamma.
+    coef, intercept = ridge_coefficients(srff_features(X, solution.gamma, E, b), y, 0.5)
+    np.testing.assert_allclose(solution.coef.numpy(), coef.numpy(), rtol=1e-12)
+    # The relevant inputs (0 and 1) get the largest scales.
+    assert set(torch.argsort(solution.gamma, descending=True)[:2].tolist()) == {0, 1}
+
+
+def test_alpha_grid_and_path_early_stop():
+    X, y, E, b = small_problem(n=100, d=4, seed=5)
+    grid = alpha_grid(X, 50)
+    top = 2 * 100 * np.linalg.norm(X.numpy(), 2) ** 2
+    np.testing.assert_allclose([grid[0], grid[-1]], [top, top * 10**-9.8], rtol=1e-12)
+    np.testing.assert_allclose(np.diff(np.log10(grid)), -0.2, atol=1e-12)
+    X_val, y_val, _, _ = small_problem(n=60, d=4, seed=6)
+    best, errors, solutions = srff_regularisation_path(
+        X, y, X_val, y_val, E, b, grid, patience=3, max_iter=10
+    )
+    assert len(errors) == len(solutions) <= 50
+    assert errors[best] == min(errors)
+
+
+def test_median_neighbour_distance_matches_brute_force(rng):
+    X = rng.normal(size=(200, 3))
+    D = cdist(X, X)
+    np.fill_diagonal(D, np.inf)
+    naive = np.median(np.sort(D, axis=1)[:, :20])
+    assert median_neighbour_distance(X) == pytest.approx(naive, rel=1e-12)
+    # With fewer queries the neighbours are still searched among all points.
+    subsampled = median_neighbour_distance(X, max_queries=100, rng=np.random.default_rng(1))
+    assert subsampled == pytest.approx(naive, rel=0.1)
+    assert median_neighbour_distance(np.zeros((5, 2))) == 1.0
+
+
+# --- the estimator -------------------------------------------------------------------
+
+
+@parametrize_with_checks([SRFFRegressor(**FAST)])
+def test_sklearn_contract(estimator, check):
+    check(estimator)
+
+
+def test_finds_relevant_features_of_se1_and_beats_the_mean():
+    # Paper Fig. 1: at n = 1k SRFF picks x7, x8, x9 (columns 6, 7, 8) first; x1, x3
+    # need larger samples. A coarse grid around the chosen values keeps this fast.
+    X, y, support = make_gregorova_se1(2500, random_state=0, return_support=True)
+    X_train, y_train, X_test, y_test = X[:1500], y[:1500], X[1500:], y[1500:]
+    model = SRFFRegressor(n_components=150, alphas=np.geomspace(1e4, 1e2, 5), random_state=0)
+    model.fit(X_train, y_train)
+    importances = model.feature_importances_
+    assert set(np.argsort(-importances)[:3]) == {6, 7, 8}
+    irrelevant = np.setdiff1d(np.arange(18), support)
+    assert importances[[6, 7, 8]].min() > 2 * importances[irrelevant].max()
+    rmse = np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2))
+    mean_rmse = np.sqrt(np.mean((y_test - y_train.mean()) ** 2))
+    assert rmse < 0.98 * mean_rmse
+    assert abs(model.gamma_.sum() - 18) < 1e-8 and importances.max() == 1.0
+    assert model.alpha_ in model.alphas_
+
+
+def test_same_random_state_same_model_and_global_state_untouched():
+    X, y = make_gregorova_se1(150, random_state=2)
+    numpy_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
+    first = SRFFRegressor(**FAST).fit(X, y)
+    second = SRFFRegressor(**FAST).fit(X, y)
+    for name in ("gamma_", "coef_", "random_weights_", "random_offset_", "validation_errors_"):
+        assert np.array_equal(getattr(first, name), getattr(second, name)), name
+    assert first.intercept_ == second.intercept_ and first.alpha_ == second.alpha_
+    assert np.array_equal(first.predict(X), second.predict(X))
+    assert np.array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    other = SRFFRegressor(**{**FAST, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(first.random_weights_, other.random_weights_)
+
+
+def test_pickle_round_trip_and_get_params_unchanged():
+    X, y = make_gregorova_se1(120, random_state=3)
+    model = SRFFRegressor(**FAST)
+    params = model.get_params()
+    model.fit(X, y)
+    assert model.get_params() == params
+    restored = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(restored.predict(X), model.predict(X))
+
+
+def test_dtype_is_kept(dtype):
+    # float32 computes in float32 end to end (its FISTA path may differ from float64's,
+    # so only the dtype and the simplex constraint are compared).
+    X, y = make_gregorova_se1(120, random_state=4)
+    model = SRFFRegressor(**FAST).fit(X.astype(dtype), y)
+    prediction = model.predict(X.astype(dtype))
+    assert prediction.dtype == dtype and np.all(np.isfinite(prediction))
+    assert abs(model.gamma_.sum() - 18) < (1e-3 if dtype == np.float32 else 1e-9)
+
+
+def test_single_alpha_and_no_refit():
+    X, y = make_gregorova_se1(200, random_state=5)
+    single = SRFFRegressor(**{**FAST, "alphas": [3.0]}).fit(X, y)
+    assert single.alpha_ == 3.0 and single.validation_errors_.size == 0
+    kept = SRFFRegressor(**{**FAST, "refit": False}).fit(X, y)
+    refitted = SRFFRegressor(**FAST).fit(X, y)
+    assert kept.alpha_ == refitted.alpha_
+    assert not np.array_equal(kept.coef_, refitted.coef_)
+    fixed = SRFFRegressor(**{**FAST, "length_scale": 2.5}).fit(X, y)
+    assert fixed.length_scale_ == 2.5
+
+
+def test_errors_a_user_can_act_on():
+    X, y = make_gregorova_se1(60, random_state=6)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        SRFFRegressor(**FAST).fit(bad, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        SRFFRegressor(**FAST).fit(X, y[:-1])
+    with pytest.raises(InvalidParameterError, match="n_components"):
+        SRFFRegressor(n_components=0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="validation_fraction"):
+        SRFFRegressor(validation_fraction=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="alphas"):
+        SRFFRegressor(alphas=[1.0, -2.0]).fit(X, y)
+    with pytest.raises(ValueError, match="too few"):
+        SRFFRegressor(**FAST).fit(X[:2], y[:2])
+    with pytest.raises(ValueError, match="device"):
+        SRFFRegressor(**{**FAST, "device": "tpu"}).fit(X, y)
+    model = SRFFRegressor(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match="18 features"):
+        model.predict(X[:, :5])
+    unfitted = clone(model)
+    with pytest.raises(Exception, match="not fitted"):
+        unfitted.predict(X)
