@@ -9,6 +9,7 @@ from rffkit._spectral import (
     orthogonal_directions,
     qmc_uniforms,
     ridge_leverage_scores,
+    ridge_leverage_scores_chunked,
 )
 
 
@@ -95,3 +96,5 @@ def test_ridge_leverage_scores_match_direct_formula():
     alpha = 0.1
     direct = np.einsum("ij,ij->j", Z, np.linalg.solve(Z @ Z.T / 50 + 30 * alpha * np.eye(30), Z))
     np.testing.assert_allclose(ridge_leverage_scores(Z, alpha), direct, rtol=1e-10)
+    chunked = ridge_leverage_scores_chunked(lambda a, b: Z[:, a:b], 30, 50, alpha, chunk=7)
+    np.testing.assert_allclose(chunked, direct, rtol=1e-10)

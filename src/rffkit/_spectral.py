@@ -30,6 +30,7 @@ __all__ = [
     "orthogonal_directions",
     "qmc_uniforms",
     "ridge_leverage_scores",
+    "ridge_leverage_scores_chunked",
 ]
 
 
@@ -393,3 +394,33 @@ def ridge_leverage_scores(features, alpha):
     _, singular, vt = np.linalg.svd(features, full_matrices=False)
     shrink = singular**2 / (singular**2 / n_pool + n_samples * alpha)
     return np.einsum("kj,k->j", vt**2, shrink)
+
+
+def ridge_leverage_scores_chunked(feature_columns, n_samples, n_pool, alpha, chunk=1024):
+    """:func:`ridge_leverage_scores` without holding all ``n_pool`` columns at once.
+
+    ``feature_columns(start, stop)`` returns the columns ``start:stop`` of ``Z``
+    (shape ``(n_samples, stop - start)``). Two passes: ``G = Z Z^T`` is accumulated,
+    ``A = G / s + n alpha I`` factorised (Cholesky), then
+    ``l_j = z_j^T A^{-1} z_j`` chunk by chunk; memory ``O(n^2 + n chunk)``.
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    gram = np.zeros((n_samples, n_samples))
+    for start in range(0, n_pool, chunk):
+        block = feature_columns(start, min(n_pool, start + chunk))
+        gram += block @ block.T
+    system = gram / n_pool + n_samples * alpha * np.eye(n_samples)
+    try:
+        factor = cho_factor(system)
+        solve = lambda block: cho_solve(factor, block)  # noqa: E731
+    except np.linalg.LinAlgError:  # numerically singular for a tiny alpha
+        eigenvalues, eigenvectors = np.linalg.eigh(system)
+        inverse = np.where(eigenvalues > 0, 1.0 / np.maximum(eigenvalues, 1e-300), 0.0)
+        solve = lambda block: eigenvectors @ (inverse[:, None] * (eigenvectors.T @ block))  # noqa: E731
+    scores = np.empty(n_pool)
+    for start in range(0, n_pool, chunk):
+        stop = min(n_pool, start + chunk)
+        block = feature_columns(start, stop)
+        scores[start:stop] = np.einsum("ij,ij->j", block, solve(block))
+    return scores

@@ -14,14 +14,14 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._spectral import orthogonal_directions, qmc_uniforms, ridge_leverage_scores
+from ._spectral import orthogonal_directions, qmc_uniforms, ridge_leverage_scores_chunked
 from ._validation import seed_from_random_state
 from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
 __all__ = ["RandomFourierFeatures", "check_length_scale", "draw_frequencies"]
 
 _LEVERAGE_POOL_FACTOR = 4
-_LEVERAGE_MAX_SAMPLES = 2000
+_LEVERAGE_MAX_SAMPLES = 1000
 
 
 def _trig_features(X, weights, offset, variant):
@@ -96,12 +96,24 @@ def draw_frequencies(kernel, X, n_frequencies, *, sampling, variant, scale, alph
         pool_offset = rng.uniform(0.0, 2.0 * np.pi, n_pool)
         if X.shape[0] > _LEVERAGE_MAX_SAMPLES:
             X = X[rng.choice(X.shape[0], _LEVERAGE_MAX_SAMPLES, replace=False)]
-        features = _trig_features(X.astype(np.float64), pool, pool_offset, variant)
-        if variant == "cos_sin":
-            scores = ridge_leverage_scores(np.sqrt(2.0) * features, alpha)
-            scores = scores[:n_pool] + scores[n_pool:]
+        X = X.astype(np.float64)
+        if variant == "cos":
+            def columns(start, stop):
+                return _trig_features(X, pool[:, start:stop], pool_offset[start:stop], "cos")
+
+            scores = ridge_leverage_scores_chunked(columns, X.shape[0], n_pool, alpha)
         else:
-            scores = ridge_leverage_scores(features, alpha)
+            # Columns cos, sin of every frequency, interleaved; scaled by sqrt(2) so that
+            # Z Z^T / (2 n_pool) estimates K; a frequency's score sums its two columns.
+            def columns(start, stop):
+                projection = X @ pool[:, start // 2 : stop // 2]
+                interleaved = np.empty((X.shape[0], stop - start))
+                interleaved[:, 0::2] = np.cos(projection)
+                interleaved[:, 1::2] = np.sin(projection)
+                return np.sqrt(2.0) * interleaved
+
+            scores = ridge_leverage_scores_chunked(columns, X.shape[0], 2 * n_pool, alpha, chunk=2048)
+            scores = scores.reshape(-1, 2).sum(axis=1)
         probabilities = scores / scores.sum()
         chosen = rng.choice(n_pool, size=n_frequencies, p=probabilities)
         importance = 1.0 / np.sqrt(n_pool * probabilities[chosen])
@@ -147,7 +159,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
           dimension, or direction and radius for isotropic densities) and of ``b``.
         - ``'leverage'``: a pool of ``4 D`` draws is re-sampled in ``fit`` with
           probabilities ``q_j`` proportional to the ridge leverage scores on ``X``
-          (at most 2000 rows) and re-weighted by ``1 / sqrt(4 D q_j)``
+          (at most 1000 rows) and re-weighted by ``1 / sqrt(4 D q_j)``
           (Avron et al. 2017; seed 004 §2.2.3).
     variant : {'cos', 'cos_sin'}, default='cos'
         ``'cos'``: ``sqrt(2 / D) cos(omega^T x + b)``. ``'cos_sin'``: the ``D / 2``
