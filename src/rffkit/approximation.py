@@ -108,7 +108,7 @@ def approximation_error_curve(estimator, X, K_exact, n_components, random_states
 
 
 def plot_approximation_error(
-    curves, *, metric="nrmse", ax=None, title=None, reference_slope=True, colors=None
+    curves, *, metric="nrmse", ax=None, title=None, reference_slope=True, colors=None, legend=True
 ):
     """Draw error against number of components for several feature maps on one figure.
 
@@ -127,6 +127,8 @@ def plot_approximation_error(
         Draw a dashed ``D^{-1/2}`` line through the first curve's first point.
     colors : dict, default=None
         ``label -> matplotlib colour``, to keep a map's colour across several axes.
+    legend : bool, default=True
+        Draw a legend on ``ax`` (turn off to draw one legend for a whole figure).
 
     Returns
     -------
@@ -158,5 +160,6 @@ def plot_approximation_error(
     if title:
         ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    if legend:
+        ax.legend(fontsize="small")
     return ax
