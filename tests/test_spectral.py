@@ -56,8 +56,9 @@ def test_sampled_frequencies_reproduce_profile(profile):
         (lambda d: 2 * np.exp(-d**2), "k\\(0\\) = 2.0"),
         (lambda d: np.exp(-(d - 0.1) ** 2) / np.exp(-0.01), "not even"),
         (lambda d: np.exp(-d), "non-finite|not even"),
+        (lambda d: 1 / (1 + np.abs(d)), "decays too slowly"),
     ],
-    ids=["box", "one-minus-square", "linear", "cos", "unnormalised", "shifted", "odd"],
+    ids=["box", "one-minus-square", "linear", "cos", "unnormalised", "shifted", "odd", "slow"],
 )
 def test_invalid_profiles_are_refused(profile, message):
     with pytest.raises(ValueError, match=message):

@@ -262,6 +262,13 @@ def numerical_spectral_density(
     length, scale = _check_profile_basics(profile, decay_tol=decay_tol)
     step = min(length / 4096.0, scale / 32.0)
     pad = 8
+    if pad * length / step > max_points:
+        raise ValueError(
+            f"Kernel profile decays too slowly to tabulate its spectral density: |k| stays "
+            f"above {decay_tol:g} up to delta = {length:.3g} while it varies on a scale of "
+            f"{scale:.3g} near 0, which needs more than max_points={max_points} grid points; "
+            "expected a profile that decays within about 1e4 of its length scale."
+        )
     while True:
         omega, density, samples = _linear_filon_density(profile, step, length, pad)
         peak = np.max(density)
