@@ -104,6 +104,13 @@ def test_ridge_step_matches_sklearn(fit_intercept):
     np.testing.assert_allclose(float(intercept), reference.intercept_, rtol=1e-8, atol=1e-10)
 
 
+def test_features_with_sparse_gamma_skip_zero_inputs_exactly():
+    X, _, E, b = small_problem(d=5)
+    gamma = torch.tensor([0.0, 4.0, 0.0, 0.0, 1.0], dtype=torch.float64)  # 2 of 5 active
+    reference = np.sqrt(2) * np.cos(X.numpy() * gamma.numpy() @ E.numpy() + b.numpy())
+    np.testing.assert_allclose(srff_features(X, gamma, E, b).numpy(), reference, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_gradient_matches_autograd(fit_intercept):
     X, y, E, b = small_problem()

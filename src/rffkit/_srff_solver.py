@@ -69,6 +69,11 @@ def srff_features(X, gamma, frequencies, offsets):
 
 
 def _phases(X, gamma, frequencies, offsets):
+    """``X diag(gamma) E + b``; only the inputs with ``gamma > 0`` enter the product."""
+    active = torch.nonzero(gamma).squeeze(1)
+    if active.numel() < 0.5 * gamma.numel():  # the simplex makes gamma sparse: skip zeros
+        scaled = gamma[active].unsqueeze(1) * frequencies[active]
+        return torch.addmm(offsets, X[:, active], scaled)
     return torch.addmm(offsets, X, gamma.unsqueeze(1) * frequencies)
 
 
