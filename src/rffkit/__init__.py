@@ -10,6 +10,7 @@ from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
 from .linear import RFFClassifier
 from .ridge import RFFRidge
+from .srff import SRFFRegressor
 
 __version__ = "0.1.0"
 
@@ -19,6 +20,7 @@ __all__ = [
     "RandomFourierFeatures",
     "RFFClassifier",
     "RFFRidge",
+    "SRFFRegressor",
     "approximation",
     "datasets",
     "kernels",
