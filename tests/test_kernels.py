@@ -118,6 +118,19 @@ def test_spline_kernel_parameters_and_errors():
     np.testing.assert_allclose(kernel.profile(t), [expected], rtol=1e-12)
     with pytest.raises(ValueError, match="order"):
         spline_kernel(order=0)
+    with pytest.raises(ValueError, match="order 1 or 2"):
+        spline_kernel(order=3, n_terms=None)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_full_spline_series_closed_form_and_sampler(order):
+    t = np.linspace(-1.3, 2.1, 41)[:, None]
+    truncated = spline_kernel(order, n_terms=20000).profile(t)
+    full = spline_kernel(order, n_terms=None)
+    # Truncation error of the series: sum_{m > M} m^{-2r} ~ 1 / ((2r - 1) M^{2r - 1}).
+    np.testing.assert_allclose(full.profile(t), truncated, atol=1e-4)
+    W = full.sample_frequencies(np.random.default_rng(0), 1, 200_000)
+    np.testing.assert_allclose(np.cos(t[::8] @ W).mean(axis=1), full.profile(t[::8]), atol=0.011)
 
 
 def test_get_kernel_errors_and_passthrough():

@@ -137,7 +137,9 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     kernel : str, Kernel or callable, default='gaussian'
         One of ``'gaussian'``, ``'laplacian'``, ``'cauchy'``, ``'matern12'``,
         ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'`` (formulas in
-        :mod:`rffkit.kernels`), a :class:`rffkit.kernels.Kernel`, or a callable
+        :mod:`rffkit.kernels`; for ``'induced'`` with thresholds uniform on a box of
+        width ``w``, use ``length_scale = w / 2``), a :class:`rffkit.kernels.Kernel`
+        such as ``spline_kernel(order, n_terms)``, or a callable
         ``k(delta)`` of a one-dimensional difference with ``k(0) = 1``, applied per
         dimension (product kernel) and whose spectral density is computed
         numerically; a callable whose transform is not a density raises ``ValueError``.

@@ -253,23 +253,48 @@ def _induced_spectrum(n_table=4096):
     )
 
 
+def _bernoulli_cosine_series(t, order):
+    """``sum_{m >= 1} cos(2 pi m t) / m^{2r}`` for r = 1, 2 (Bernoulli polynomials)."""
+    t = np.mod(t, 1.0)
+    if order == 1:
+        return np.pi**2 * (t * t - t + 1.0 / 6.0)
+    return np.pi**4 / 90.0 - np.pi**4 / 3.0 * (t * (1.0 - t)) ** 2
+
+
 def spline_kernel(order=1.0, n_terms=10):
     """The periodic spline kernel ``k_2r`` of seed 004, eq. 3.14, normalised to ``k(0) = 1``.
 
-    ``k(delta) = prod_i (1 + sum_{m=1}^M m^{-2r} cos(2 pi m delta_i)) / (1 + sum_m m^{-2r})``
-    with ``r = order`` and ``M = n_terms``; its spectrum puts mass ``m^{-2r} / Z`` on the
-    frequencies ``+-2 pi m`` (``m = 0`` carries ``1 / Z``).
+    ``k(delta) = prod_i (1 + sum_{m=1}^M m^{-2r} cos(2 pi m delta_i)) / Z`` with
+    ``Z = 1 + sum_m m^{-2r}``, ``r = order`` and ``M = n_terms``; its spectrum puts mass
+    ``m^{-2r} / Z`` on the frequencies ``+-2 pi m`` (``m = 0`` carries ``1 / Z``).
+    ``n_terms=None`` gives the full series (Wahba's periodic spline kernel, used by
+    Li et al., 2019) for ``order`` 1 or 2, in closed form through Bernoulli
+    polynomials, e.g. ``sum_m cos(2 pi m t) / m^2 = pi^2 (t^2 - t + 1/6)`` on [0, 1].
     """
-    if not (order > 0 and int(n_terms) == n_terms and n_terms >= 1):
+    infinite = n_terms is None
+    if infinite and order not in (1, 2):
         raise ValueError(
-            f"spline_kernel: order={order!r} must be > 0 and n_terms={n_terms!r} a positive integer."
+            f"spline_kernel: n_terms=None (the full series) needs order 1 or 2; got order={order!r}."
         )
-    n_terms = int(n_terms)
-    weights = np.concatenate([[1.0], np.arange(1, n_terms + 1, dtype=np.float64) ** (-2.0 * order)])
-    spectrum = DiscreteSpectrum(2.0 * np.pi * np.arange(n_terms + 1), weights / weights.sum())
+    if not infinite and not (order > 0 and int(n_terms) == n_terms and n_terms >= 1):
+        raise ValueError(
+            f"spline_kernel: order={order!r} must be > 0 and n_terms={n_terms!r} a positive "
+            "integer (or None for the full series)."
+        )
+    table = 4096 if infinite else int(n_terms)
+    weights = np.concatenate([[1.0], np.arange(1, table + 1, dtype=np.float64) ** (-2.0 * order)])
+    total = 1.0 + special.zeta(2.0 * order) if infinite else weights.sum()
+    spectrum = DiscreteSpectrum(
+        2.0 * np.pi * np.arange(table + 1),
+        weights / total,
+        tail_mass=1.0 - weights.sum() / total if infinite else 0.0,
+        tail_step=np.pi if infinite else None,
+    )
 
     def profile(delta):
-        return np.prod(spline_profile_1d(delta, order, n_terms), axis=-1)
+        if infinite:
+            return np.prod((1.0 + _bernoulli_cosine_series(delta, order)) / total, axis=-1)
+        return np.prod(spline_profile_1d(delta, order, table), axis=-1)
 
     def sample(rng, n_features, n_components):
         return spectrum.sample(rng, (n_features, n_components))
