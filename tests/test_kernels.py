@@ -149,3 +149,20 @@ def test_refused_profiles_raise_on_sampling():
         box.sample_frequencies(rng, 1, 4)
     with pytest.raises(ValueError, match="exceeds k\\(0\\)"):
         profile_kernel(lambda d: 1 - d**2).sample_frequencies(rng, 1, 4)
+
+
+def test_kernel_matrix_keeps_difference_blocks_under_budget():
+    sizes = []
+
+    def recording_profile(delta):
+        sizes.append(delta.size)
+        return np.exp(-np.sum(np.abs(delta), axis=-1))
+
+    from rffkit.kernels import Kernel
+
+    kernel = Kernel("recording", recording_profile, None)
+    X = np.random.default_rng(0).uniform(size=(3000, 2))
+    K = kernel_matrix(kernel, X[:2500], X)
+    # 8e6 float64 differences (64 MB) at most per block instead of 2500 * 3000 * 2 = 1.5e7.
+    assert max(sizes) <= 8_000_000 and len(sizes) == 2
+    np.testing.assert_allclose(K[:3, :3], laplacian_kernel(X[:3], X[:3], gamma=1.0), rtol=1e-12)
