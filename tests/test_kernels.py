@@ -80,6 +80,14 @@ def test_callable_kernel_is_a_product_kernel(points):
     np.testing.assert_allclose(K, laplacian_kernel(X, Y, gamma=0.5), rtol=1e-12)
 
 
+def test_scalar_only_callable_is_vectorised(points):
+    import math
+
+    X, Y = points
+    K = kernel_matrix(lambda d: math.exp(-abs(d)), X[:5], Y[:4])
+    np.testing.assert_allclose(K, laplacian_kernel(X[:5], Y[:4], gamma=1.0), rtol=1e-12)
+
+
 def test_kernel_matrix_is_chunked_and_symmetric(points):
     X, _ = points
     full = kernel_matrix("matern52", X)

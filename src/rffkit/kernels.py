@@ -303,11 +303,28 @@ def spline_kernel(order=1.0, n_terms=10):
     return Kernel(name, profile, sample, spectrum.ppf)
 
 
+class _ElementwiseProfile:
+    """A 1-D profile applied to arrays; scalar-only callables (``math.exp``) are
+    vectorised with ``numpy.vectorize``."""
+
+    def __init__(self, profile):
+        self.function = profile
+        self._vectorised = None
+
+    def __call__(self, delta):
+        if self._vectorised is None:
+            try:
+                return np.asarray(self.function(delta), dtype=np.float64)
+            except (TypeError, ValueError):
+                self._vectorised = np.vectorize(self.function, otypes=[np.float64])
+        return self._vectorised(delta)
+
+
 class _NumericalSpectrum:
     """Spectral and pitch densities of a 1-D profile, computed on first use."""
 
     def __init__(self, profile):
-        self.profile = profile
+        self.profile = _ElementwiseProfile(profile)
 
     @cached_property
     def spectrum(self):
