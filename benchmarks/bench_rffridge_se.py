@@ -162,13 +162,12 @@ def plot(rows, path):
         for method, marker in zip(METHODS, "os^"):
             sel = lambda n: [r for r in rows if r["problem"] == problem and r["n"] == n and r["method"] == method]
             seconds = [np.mean([r["seconds"] for r in sel(n)]) for n in N_TRAIN]
-            mse = [np.mean([r["mse"] for r in sel(n)]) for n in N_TRAIN]
+            r2 = [np.mean([1 - r["mse"] / r["var"] for r in sel(n)]) for n in N_TRAIN]
             time_ax.plot(N_TRAIN, seconds, marker=marker, label=method)
-            mse_ax.plot(N_TRAIN, mse, marker=marker, label=method)
-        var = np.mean([r["var"] for r in rows if r["problem"] == problem])
-        mse_ax.axhline(var, color="grey", ls=":", label="Var(y_test)")
+            mse_ax.plot(N_TRAIN, r2, marker=marker, label=method)
+        mse_ax.axhline(0.0, color="grey", ls=":", label="predicting the mean")
         time_ax.set(xscale="log", yscale="log", xlabel="n train", ylabel="fit time (s)", title=f"{problem}: fit time")
-        mse_ax.set(xscale="log", xlabel="n train", ylabel="test MSE", title=f"{problem}: test MSE")
+        mse_ax.set(xscale="log", xlabel="n train", ylabel="test R^2 (1 - MSE / Var(y_test))", title=f"{problem}: test R^2")
         time_ax.legend(fontsize=7)
         mse_ax.legend(fontsize=7)
     fig.tight_layout()
