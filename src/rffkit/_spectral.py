@@ -420,11 +420,17 @@ def ridge_leverage_scores_chunked(feature_columns, n_samples, n_pool, alpha, chu
     system = gram / n_pool + n_samples * alpha * np.eye(n_samples)
     try:
         factor = cho_factor(system)
-        solve = lambda block: cho_solve(factor, block)  # noqa: E731
+
+        def solve(block):
+            return cho_solve(factor, block)
+
     except np.linalg.LinAlgError:  # numerically singular for a tiny alpha
         eigenvalues, eigenvectors = np.linalg.eigh(system)
         inverse = np.where(eigenvalues > 0, 1.0 / np.maximum(eigenvalues, 1e-300), 0.0)
-        solve = lambda block: eigenvectors @ (inverse[:, None] * (eigenvectors.T @ block))  # noqa: E731
+
+        def solve(block):
+            return eigenvectors @ (inverse[:, None] * (eigenvectors.T @ block))
+
     scores = np.empty(n_pool)
     for start in range(0, n_pool, chunk):
         stop = min(n_pool, start + chunk)

@@ -137,7 +137,9 @@ def plot_approximation_error(
     import matplotlib.pyplot as plt  # lazily: plotting is optional
 
     if metric not in ("nrmse", "rmse"):
-        raise ValueError(f"plot_approximation_error: metric={metric!r}; expected 'nrmse' or 'rmse'.")
+        raise ValueError(
+            f"plot_approximation_error: metric={metric!r}; expected 'nrmse' or 'rmse'."
+        )
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 4))
     first = None

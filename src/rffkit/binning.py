@@ -128,7 +128,9 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, kernel="laplacian", n_components=100, length_scale=1.0, random_state=None):
+    def __init__(
+        self, *, kernel="laplacian", n_components=100, length_scale=1.0, random_state=None
+    ):
         self.kernel = kernel
         self.n_components = n_components
         self.length_scale = length_scale
@@ -151,7 +153,8 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         rng = np.random.default_rng(seed_from_random_state(self.random_state))
         pitches = kernel.sample_pitches(rng, (self.n_components, n_features)) * scale
         shifts = rng.uniform(size=pitches.shape) * pitches
-        multipliers = rng.integers(0, 2**63, size=n_features, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        odd = rng.integers(0, 2**63, size=n_features, dtype=np.uint64) * np.uint64(2)
+        multipliers = odd + np.uint64(1)
         keys = bin_hashes(X, pitches, shifts, multipliers)
         per_grid = [np.unique(keys[:, g]) for g in range(self.n_components)]
         self.pitches_ = pitches

@@ -112,7 +112,9 @@ def draw_frequencies(kernel, X, n_frequencies, *, sampling, variant, scale, alph
                 interleaved[:, 1::2] = np.sin(projection)
                 return np.sqrt(2.0) * interleaved
 
-            scores = ridge_leverage_scores_chunked(columns, X.shape[0], 2 * n_pool, alpha, chunk=2048)
+            scores = ridge_leverage_scores_chunked(
+                columns, X.shape[0], 2 * n_pool, alpha, chunk=2048
+            )
             scores = scores.reshape(-1, 2).sum(axis=1)
         probabilities = scores / scores.sum()
         chosen = rng.choice(n_pool, size=n_frequencies, p=probabilities)

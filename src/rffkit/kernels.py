@@ -219,7 +219,9 @@ class Kernel:
 def matern_kernel(nu):
     """The Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5} (Euclidean norm)."""
     if nu not in (0.5, 1.5, 2.5):
-        raise ValueError(f"Matérn smoothness nu={nu!r} is not supported; expected 0.5, 1.5 or 2.5.")
+        raise ValueError(
+            f"Matérn smoothness nu={nu!r} is not supported; expected 0.5, 1.5 or 2.5."
+        )
     dof = 2.0 * nu
 
     def profile(delta):
@@ -274,7 +276,8 @@ def spline_kernel(order=1.0, n_terms=10):
     infinite = n_terms is None
     if infinite and order not in (1, 2):
         raise ValueError(
-            f"spline_kernel: n_terms=None (the full series) needs order 1 or 2; got order={order!r}."
+            "spline_kernel: n_terms=None (the full series) needs order 1 or 2; "
+            f"got order={order!r}."
         )
     if not infinite and not (order > 0 and int(n_terms) == n_terms and n_terms >= 1):
         raise ValueError(
