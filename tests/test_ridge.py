@@ -15,7 +15,7 @@ from sklearn.preprocessing import SplineTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rffkit import RandomFourierFeatures, RFFRidge
+from rffkit import RandomBinningFeatures, RandomFourierFeatures, RFFRidge
 from rffkit._ridge_path import gcv_path, loo_path, ridge_spectrum
 
 DEVICES = [
@@ -134,6 +134,20 @@ def test_sparse_feature_output_equals_dense(n_knots, selection):
     np.testing.assert_allclose(sparse.cv_values_, dense.cv_values_, rtol=1e-6)
     np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(sparse.predict(X), dense.predict(X), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_components", [3, 40])  # a few hundred columns: primal, then dual
+def test_random_binning_features_equal_ridge_on_the_densified_features(n_components):
+    X, y = make_problem(n=60, p=2)
+    features = RandomBinningFeatures(n_components=n_components, length_scale=2.0, random_state=0)
+    Z = features.fit_transform(X)
+    assert sp.issparse(Z)
+    model = RFFRidge(features=features, alphas=ALPHAS, alpha_selection="loo").fit(X, y)
+    brute = [naive_loo(Z.toarray(), y, a) for a in ALPHAS]
+    np.testing.assert_allclose(model.cv_values_, brute, rtol=1e-6)
+    reference = Ridge(alpha=model.alpha_, solver="cholesky").fit(Z.toarray(), y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(model.predict(X), reference.predict(Z.toarray()), rtol=1e-6, atol=1e-10)
 
 
 def test_float32_stays_float32_and_agrees_with_float64():
