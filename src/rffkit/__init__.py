@@ -11,6 +11,7 @@ from .layers import ARDRandomFourierFeatures
 from .linear import RFFClassifier
 from .ridge import RFFRidge
 from .srff import SRFFRegressor
+from .rffnet import RFFNetClassifier, RFFNetRegressor
 
 __version__ = "0.1.0"
 
@@ -21,6 +22,8 @@ __all__ = [
     "RFFClassifier",
     "RFFRidge",
     "SRFFRegressor",
+    "RFFNetClassifier",
+    "RFFNetRegressor",
     "approximation",
     "datasets",
     "kernels",

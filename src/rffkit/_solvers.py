@@ -1,0 +1,353 @@
+"""Optimisation of RFFNet's objective (10): tensors in, tensors out.
+
+    minimise_{beta, lambda}  (1/n) sum_i loss(y_i, beta^T z(lambda o x_i) + c) + alpha ||beta||^2
+
+Two solvers share one result type:
+
+* :func:`fit_alternating_adam` -- Algorithm 1 of Otto & Izbicki: on every mini-batch one
+  Adam step on the head (beta, c) and then one Adam step on lambda, with early stopping
+  on a validation split and restore of the best state. Works for any loss and head.
+* :func:`fit_variable_projection` -- squared loss only. For fixed lambda the optimal
+  beta is a ridge solution in closed form, so beta is eliminated and the reduced
+  objective f(lambda) = min_beta objective(beta, lambda) is minimised by L-BFGS. By the
+  envelope theorem grad f(lambda) = d objective / d lambda at beta*(lambda), so one
+  back-propagation with beta held fixed gives the exact gradient. L-BFGS runs on a
+  coarse-to-fine schedule of nested subsamples (with s = floor(sqrt(m) log m) features
+  at each size m, the default rule of the paper) and beta is solved on all training
+  data at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = [
+    "FitHistory",
+    "ridge_solve",
+    "fit_alternating_adam",
+    "fit_variable_projection",
+    "default_n_features",
+]
+
+#: Cap on the default number of random features: floor(sqrt(n) log n) passes 4,000 at
+#: n ~ 140,000, where one n x s feature matrix alone takes over 2 GB in float32.
+MAX_DEFAULT_FEATURES = 4000
+
+
+def default_n_features(n_samples):
+    """``floor(sqrt(n) log n)`` (Li et al., 2018), at least 10 and at most 4,000."""
+    n = max(int(n_samples), 2)
+    return int(min(MAX_DEFAULT_FEATURES, max(10, math.floor(math.sqrt(n) * math.log(n)))))
+
+
+@dataclass
+class FitHistory:
+    """What a solver reports back; ``state`` is a deep copy of the best parameters."""
+
+    state: dict
+    train_loss: list = field(default_factory=list)
+    validation_loss: list = field(default_factory=list)
+    best_validation_loss: float = math.inf
+    n_iter: int = 0
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss that lowering the step did not cure."""
+
+
+def _snapshot(module):
+    return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
+
+
+def ridge_solve(Z, y, alpha):
+    """Minimise ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` over ``beta, c``.
+
+    The Gram matrix is accumulated in the dtype of ``Z`` and solved by a float64
+    Cholesky factorisation. Returns ``(beta, c)`` in the dtype of ``Z``.
+    """
+    n = Z.shape[0]
+    z_mean = Z.mean(dim=0)
+    y_mean = y.mean(dim=0)
+    Zc = Z - z_mean
+    gram = (Zc.T @ Zc).double() / n
+    gram.diagonal().add_(alpha)
+    rhs = (Zc.T @ (y - y_mean)).double() / n
+    factor, info = torch.linalg.cholesky_ex(gram)
+    if int(info) != 0:  # numerically singular: fall back on a least-squares solve
+        beta = torch.linalg.lstsq(gram, rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs).solution
+        beta = beta.reshape(rhs.shape)
+    else:
+        beta = torch.cholesky_solve(rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs, factor).reshape(rhs.shape)
+    beta = beta.to(Z.dtype)
+    return beta, y_mean - z_mean @ beta
+
+
+def _batches(n, batch_size, generator, device):
+    order = torch.randperm(n, generator=generator).to(device)
+    return order.split(batch_size)
+
+
+@torch.no_grad()
+def _mean_loss(model, loss_fn, X, y, batch_size=8192):
+    total = 0.0
+    for start in range(0, X.shape[0], batch_size):
+        out = model(X[start : start + batch_size])
+        total += float(loss_fn(out, y[start : start + batch_size])) * out.shape[0]
+    return total / X.shape[0]
+
+
+def fit_alternating_adam(
+    model,
+    loss_fn,
+    X,
+    y,
+    X_val,
+    y_val,
+    *,
+    alpha,
+    learning_rate,
+    batch_size,
+    max_iter,
+    n_iter_no_change,
+    tol,
+    generator,
+    penalised,
+    relevances,
+    single_block=False,
+    optimizer="adam",
+    verbose=0,
+    log=print,
+):
+    """Algorithm 1: alternating Adam steps on the head and on the relevances.
+
+    ``penalised`` are the weight tensors that carry ``alpha ||.||^2``; ``relevances``
+    is the lambda parameter. Every epoch the (validation, or training when ``X_val``
+    is None) loss is recorded; after ``n_iter_no_change`` epochs without an
+    improvement of at least ``tol`` training stops and the best state is restored.
+    A non-finite loss restores the best state and halves the step (at most 5 times).
+    ``single_block=True`` updates all parameters with one optimiser (the ablation's
+    "single block"); ``optimizer='sgd'`` swaps Adam for plain SGD.
+    """
+    head_params = [p for p in model.parameters() if p is not relevances]
+    make = (lambda ps, lr: torch.optim.Adam(ps, lr=lr)) if optimizer == "adam" else (
+        lambda ps, lr: torch.optim.SGD(ps, lr=lr)
+    )
+
+    def build(lr):
+        if single_block:
+            return [make(head_params + [relevances], lr)]
+        return [make(head_params, lr), make([relevances], lr)]
+
+    def objective(xb, yb):
+        loss = loss_fn(model(xb), yb)
+        return loss + alpha * sum((w * w).sum() for w in penalised)
+
+    lr = learning_rate
+    optimisers = build(lr)
+    history = FitHistory(state=_snapshot(model))
+    best, stall, restarts = math.inf, 0, 0
+    monitor_X, monitor_y = (X_val, y_val) if X_val is not None else (X, y)
+    epoch = 0
+    while epoch < max_iter:
+        model.train()
+        running, seen, finite = 0.0, 0, True
+        for idx in _batches(X.shape[0], batch_size, generator, X.device):
+            xb, yb = X[idx], y[idx]
+            for opt in optimisers:
+                opt.zero_grad(set_to_none=True)
+                loss = objective(xb, yb)
+                loss.backward()
+                opt.step()
+            if not torch.isfinite(loss):
+                finite = False
+                break
+            running += float(loss.detach()) * idx.shape[0]
+            seen += idx.shape[0]
+        model.eval()
+        score = _mean_loss(model, loss_fn, monitor_X, monitor_y) if finite else math.nan
+        if not math.isfinite(score):
+            restarts += 1
+            if restarts > 5:
+                raise DivergenceError(
+                    f"training diverged (non-finite loss) even after lowering the learning "
+                    f"rate to {lr:.3g}; lower learning_rate or standardise the inputs."
+                )
+            model.load_state_dict(history.state)
+            lr /= 2.0
+            optimisers = build(lr)
+            if verbose:
+                log(f"epoch {epoch + 1}: non-finite loss, restoring best state, learning_rate -> {lr:.3g}")
+            continue
+        epoch += 1
+        history.train_loss.append(running / max(seen, 1))
+        history.validation_loss.append(score)
+        if verbose:
+            log(f"epoch {epoch}: train loss {history.train_loss[-1]:.5f}, validation loss {score:.5f}")
+        if score < best - tol * max(abs(best), 1e-12) if math.isfinite(best) else True:
+            best, stall = score, 0
+            history.state = _snapshot(model)
+            history.best_validation_loss = score
+        else:
+            stall += 1
+            if n_iter_no_change is not None and stall >= n_iter_no_change:
+                break
+    history.n_iter = epoch
+    model.load_state_dict(history.state)
+    return history
+
+
+def gcv_objective(Z, y, alpha):
+    """Generalised cross-validation score of the ridge fit on ``Z`` (differentiable).
+
+    ``GCV = mean(r^2) / (1 - df / m)^2`` with ``df = tr(Z (Z^T Z + m alpha I)^-1 Z^T)``
+    (Golub, Heath & Wahba, 1979), ``r`` the ridge residuals: the training error
+    inflated by the effective number of parameters, a rotation-invariant leave-one-out
+    estimate. Unlike the training objective it does not reward relevances that let
+    the features fit noise, which matters when ``m`` is not much larger than ``s``;
+    when ``df << m`` both agree. Returns ``(score, beta, c)``.
+    """
+    m, s = Z.shape
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc = (Z - z_mean).double()
+    yc = (y - y_mean).double()
+    eye = torch.eye(s, dtype=torch.float64, device=Z.device)
+    factor = torch.linalg.cholesky(Zc.T @ Zc / m + alpha * eye)
+    beta = torch.cholesky_solve(Zc.T @ yc / m, factor)
+    residual = Zc @ beta - yc
+    inverse_factor = torch.linalg.solve_triangular(factor, eye, upper=False)
+    df = s - alpha * (inverse_factor * inverse_factor).sum()
+    score = (residual * residual).mean() / (1.0 - df / m) ** 2
+    beta = beta.to(Z.dtype)
+    return score.to(Z.dtype), beta, y_mean - z_mean @ beta
+
+
+def _schedule(n_train, n_components, first=2000, factor=4):
+    """Nested subsample sizes and feature counts, coarse to fine, ending at full size."""
+    stages, m = [], min(first, n_train)
+    while True:
+        stages.append((m, min(n_components, default_n_features(m))))
+        if m >= n_train:
+            break
+        m = min(n_train, m * factor)
+        if n_train - m < m // 2:  # avoid a last stage barely larger than the previous
+            m = n_train
+    return stages
+
+
+def fit_variable_projection(
+    layer,
+    X,
+    y,
+    X_val,
+    y_val,
+    *,
+    alpha,
+    max_iter,
+    n_iter_no_change,
+    tol,
+    generator,
+    flop_budget=4e11,
+    verbose=0,
+    log=print,
+):
+    """Variable projection + L-BFGS for squared loss on a coarse-to-fine schedule.
+
+    Parameters
+    ----------
+    layer : ARDRandomFourierFeatures
+        Its ``relevances`` are optimised in place.
+    X, y : Tensor
+        Training data (``y`` of shape (n,) or (n, k)).
+    X_val, y_val : Tensor or None
+        Validation split: each L-BFGS iteration is scored on it and the best
+        relevances are kept (``None`` scores the training objective instead).
+    max_iter : int
+        Most L-BFGS iterations at any one stage.
+    flop_budget : float
+        Approximate floating-point operations allowed per stage; the iterations of a
+        stage are ``min(max_iter, budget / (2 m s^2))``, at least 2, so every stage
+        costs about the same and the largest ones only polish.
+
+    Returns
+    -------
+    history : FitHistory
+        ``state`` holds the best relevances; the caller solves beta on all data.
+    """
+    n_train = X.shape[0]
+    start_time = time.perf_counter()
+    order = torch.randperm(n_train, generator=generator).to(X.device)
+    lam = layer.relevances
+    history = FitHistory(state=_snapshot(layer))
+    best = math.inf
+    total_iter = 0
+    for m, s in _schedule(n_train, layer.n_components):
+        idx = order[:m]
+        Xs, ys = X[idx], y[idx]
+        iters = int(max(2, min(max_iter, flop_budget / (2.0 * m * s * s))))
+        optimiser = torch.optim.LBFGS(
+            [lam], lr=1.0, max_iter=1, history_size=10, line_search_fn="strong_wolfe"
+        )
+        coef = {}
+
+        def closure():
+            optimiser.zero_grad(set_to_none=True)
+            loss, beta, c = gcv_objective(layer(Xs, s), ys, alpha)
+            loss.backward()
+            coef["beta"], coef["c"], coef["loss"] = beta.detach(), c.detach(), float(loss.detach())
+            return loss
+
+        stall = 0
+        stage_best = math.inf
+        previous = math.inf
+        for _ in range(iters):
+            optimiser.step(closure)
+            total_iter += 1
+            # the line search may have evaluated trial points after the accepted one:
+            # re-solve beta at the accepted relevances before scoring them
+            with torch.no_grad():
+                loss, coef["beta"], coef["c"] = gcv_objective(layer(Xs, s), ys, alpha)
+                coef["loss"] = float(loss)
+            if not math.isfinite(coef["loss"]) or not torch.isfinite(lam).all():
+                # restore and stop this stage: the line search left the valid region
+                layer.load_state_dict(history.state)
+                break
+            with torch.no_grad():
+                if X_val is not None:
+                    pred = layer(X_val, s) @ coef["beta"] + coef["c"]
+                    score = float(((pred - y_val) ** 2).mean())
+                else:
+                    score = coef["loss"]
+            history.train_loss.append(coef["loss"])
+            history.validation_loss.append(score)
+            if verbose:
+                log(
+                    f"stage m={m} s={s}: objective {coef['loss']:.5f}, validation MSE {score:.5f} "
+                    f"({time.perf_counter() - start_time:.1f} s)"
+                )
+            if score < best:
+                best = score
+                history.state = _snapshot(layer)
+                history.best_validation_loss = score
+            if score < stage_best - tol * abs(stage_best) if math.isfinite(stage_best) else True:
+                stage_best, stall = score, 0
+            else:
+                stall += 1
+                if n_iter_no_change is not None and stall >= n_iter_no_change:
+                    break
+            if math.isfinite(previous) and abs(previous - coef["loss"]) <= tol * abs(previous):
+                break
+            previous = coef["loss"]
+        # the next stage starts from the best relevances found so far
+        layer.load_state_dict(history.state)
+    history.n_iter = total_iter
+    return history
+
+
+def clone_module(module):
+    """A deep, independent copy of a module (parameters, buffers and all)."""
+    return copy.deepcopy(module)

@@ -1,0 +1,237 @@
+"""RFFNet behaviour: learning, relevances, determinism, integration and bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_selection import SelectFromModel
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+from rffkit import RFFNetClassifier, RFFNetRegressor
+from rffkit.datasets import make_gregorova_se1, make_jordan_se1
+
+
+@pytest.fixture(scope="module")
+def se1():
+    X, y = make_gregorova_se1(3000, random_state=0)
+    X_test, y_test = make_gregorova_se1(1000, random_state=1)
+    return X, y, X_test, y_test
+
+
+@pytest.fixture(scope="module")
+def se1_model(se1):
+    X, y, _, _ = se1
+    return RFFNetRegressor(random_state=0).fit(X, y)
+
+
+def test_learns_se1_at_defaults(se1, se1_model):
+    """The reference code predicts the mean here; we must beat it clearly."""
+    _, _, X_test, y_test = se1
+    mse = np.mean((se1_model.predict(X_test) - y_test) ** 2)
+    assert mse < 0.97 * np.var(y_test)
+    # the three features of the product term are the strongest (SRFF finds these at 1k)
+    assert set(np.argsort(-se1_model.feature_importances_)[:3]) == {6, 7, 8}
+    assert se1_model.solver_ == "varpro"
+
+
+def test_fitted_attributes(se1_model):
+    m = se1_model
+    assert m.relevances_.shape == m.feature_importances_.shape == (18,)
+    assert m.feature_importances_.max() == 1.0 and m.feature_importances_.min() >= 0.0
+    assert m.n_iter_ >= 1 and len(m.validation_loss_curve_) >= 1
+    assert np.isfinite(m.best_validation_loss_) and m.best_validation_score_ is not None
+    # default number of features: floor(sqrt(n) log n) on the 90% training split
+    n = 2700
+    assert m.n_random_features_ == int(np.floor(np.sqrt(n) * np.log(n)))
+
+
+def test_irrelevant_feature_fades_on_jordan_se1():
+    X, y = make_jordan_se1(1500, random_state=0)
+    model = RFFNetRegressor(random_state=0).fit(X, y)
+    importances = model.feature_importances_
+    assert np.argmax(importances) == 0
+    # uncorrelated far-away features carry little relevance
+    assert np.max(importances[5:]) < 0.5
+
+
+@pytest.mark.parametrize("solver", ["adam", "varpro"])
+def test_raw_units_do_not_change_the_ranking(solver):
+    """Inputs are standardised internally: rescaling columns leaves the model alone."""
+    X, y = make_jordan_se1(800, random_state=2)
+    scale = np.ones(X.shape[1])
+    scale[0], scale[10] = 1e3, 1e-3
+    params = dict(random_state=0, max_iter=20, solver=solver)
+    a = RFFNetRegressor(**params).fit(X, y)
+    b = RFFNetRegressor(**params).fit(X * scale, y)
+    np.testing.assert_allclose(a.relevances_, b.relevances_, rtol=1e-3, atol=1e-4)
+    assert np.argmax(b.feature_importances_) == 0
+
+
+def test_adam_solver_learns():
+    """Algorithm 1 (alternating Adam) fits an easy ARD problem and ranks its feature."""
+    X, y = make_jordan_se1(2000, random_state=0)
+    X_test, y_test = make_jordan_se1(500, random_state=1)
+    model = RFFNetRegressor(solver="adam", random_state=0, max_iter=40).fit(X, y)
+    assert model.score(X_test, y_test) > 0.9
+    assert np.argmax(model.feature_importances_) == 0
+    assert len(model.loss_curve_) == model.n_iter_
+
+
+def test_same_seed_same_model_and_global_state_untouched():
+    X, y = make_jordan_se1(400, random_state=0)
+    np_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
+    for solver in ("varpro", "adam"):
+        a = RFFNetRegressor(random_state=7, solver=solver, max_iter=5).fit(X, y)
+        b = RFFNetRegressor(random_state=7, solver=solver, max_iter=5).fit(X, y)
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+        np.testing.assert_array_equal(a.relevances_, b.relevances_)
+    np.testing.assert_array_equal(np.random.get_state()[1], np_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+
+
+def test_get_params_unchanged_by_fit():
+    model = RFFNetRegressor(random_state=3, max_iter=3)
+    before = model.get_params()
+    X, y = make_jordan_se1(200, random_state=0)
+    model.fit(X, y)
+    assert model.get_params() == before
+    assert model.n_random_features is None
+
+
+def test_pickle_round_trip(se1_model, se1):
+    _, _, X_test, _ = se1
+    restored = pickle.loads(pickle.dumps(se1_model))
+    np.testing.assert_array_equal(restored.predict(X_test), se1_model.predict(X_test))
+
+
+def test_pipeline_grid_search_and_select_from_model():
+    X, y = make_jordan_se1(500, random_state=0)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), RFFNetRegressor(random_state=0, max_iter=5)),
+        {"rffnetregressor__alpha": [1e-4, 1e-2]},
+        cv=2,
+    ).fit(X, y)
+    assert search.best_score_ > 0.8
+    selector = SelectFromModel(RFFNetRegressor(random_state=0), threshold=0.5).fit(X, y)
+    assert 0 in np.flatnonzero(selector.get_support())
+    assert selector.transform(X).shape[1] < X.shape[1]
+
+
+def test_classifier_multiclass_labels_and_probabilities():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    labels = np.array(["low", "mid", "high"])
+    y = labels[np.digitize(X[:, 1], [-0.5, 0.5])]
+    model = RFFNetClassifier(random_state=0, max_iter=40).fit(X, y)
+    assert set(model.classes_) == set(labels)
+    assert model.predict(X).dtype == y.dtype
+    assert np.mean(model.predict(X) == y) > 0.85
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.argmax(model.feature_importances_) == 1
+
+
+def test_classifier_binary_decision_function():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X[:, 0] ** 2 + X[:, 2] ** 2 > 1.4, "out", "in")
+    model = RFFNetClassifier(random_state=0, max_iter=40).fit(X, y)
+    scores = model.decision_function(X)
+    assert scores.shape == (300,)
+    assert np.mean(model.predict(X) == y) > 0.85
+    np.testing.assert_array_equal(model.predict(X), model.classes_[(scores > 0).astype(int)])
+
+
+# -- bad input -----------------------------------------------------------------------
+
+X_OK = np.random.default_rng(0).normal(size=(40, 3))
+Y_OK = X_OK[:, 0].copy()
+
+
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.where(np.eye(40, 3) == 1, np.nan, X_OK), Y_OK, "NaN"),
+        (np.where(np.eye(40, 3) == 1, np.inf, X_OK), Y_OK, "infinity"),
+        (X_OK, np.where(np.arange(40) == 3, np.nan, Y_OK), "NaN"),
+        (X_OK[:, 0], Y_OK, "Expected 2D array"),
+        (X_OK.reshape(40, 3, 1), Y_OK, "dim 3"),
+        (np.empty((0, 3)), np.empty(0), "0 sample"),
+        (np.full((40, 3), "a"), Y_OK, "could not convert|dtype"),
+        (X_OK, Y_OK[:-1], "inconsistent numbers of samples"),
+    ],
+)
+def test_bad_data_raises_and_leaves_estimator_unfitted(X, y, match):
+    model = RFFNetRegressor()
+    with pytest.raises(ValueError, match=match):
+        model.fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"alpha": -1.0}, "alpha"),
+        ({"n_random_features": 0}, "n_random_features"),
+        ({"kernel": "polynomial"}, "kernel"),
+        ({"validation_fraction": 0.0}, "validation_fraction"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"solver": "newton"}, "solver"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+    ],
+)
+def test_invalid_hyper_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        RFFNetRegressor(**params).fit(X_OK, Y_OK)
+
+
+def test_varpro_needs_linear_head():
+    with pytest.raises(ValueError, match="solver='varpro'"):
+        RFFNetRegressor(solver="varpro", hidden_layer_sizes=(5,)).fit(X_OK, Y_OK)
+    with pytest.raises(ValueError, match="solver='varpro'"):
+        RFFNetClassifier(solver="varpro").fit(X_OK, Y_OK > 0)
+
+
+def test_single_class_and_wrong_width_and_unfitted():
+    with pytest.raises(ValueError, match="only one class"):
+        RFFNetClassifier().fit(X_OK, np.zeros(40))
+    with pytest.raises(NotFittedError):
+        RFFNetRegressor().predict(X_OK)
+    model = RFFNetRegressor(max_iter=2, random_state=0).fit(X_OK, Y_OK)
+    with pytest.raises(ValueError, match="X has 2 features, but RFFNetRegressor is expecting 3"):
+        model.predict(X_OK[:, :2])
+
+
+def test_divergence_never_returns_a_nan_model():
+    X, y = make_jordan_se1(300, random_state=0)
+    try:
+        model = RFFNetRegressor(solver="adam", learning_rate=1e6, max_iter=5, random_state=0).fit(X, y * 1e30)
+    except RuntimeError as exc:
+        assert "learning_rate" in str(exc)
+    else:
+        assert np.all(np.isfinite(model.predict(X)))
+
+
+def test_cuda_request_without_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present; covered by test_fit_on_device")
+    with pytest.raises(ValueError, match="no CUDA GPU is available"):
+        RFFNetRegressor(device="cuda").fit(X_OK, Y_OK)
+
+
+def test_fit_on_device(device):
+    model = RFFNetRegressor(device=device, random_state=0, max_iter=5).fit(X_OK, Y_OK)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(restored.predict(X_OK), model.predict(X_OK))
+
+
+def test_clone_keeps_parameters():
+    model = RFFNetRegressor(alpha=0.5, hidden_layer_sizes=(4, 2))
+    assert clone(model).get_params() == model.get_params()
