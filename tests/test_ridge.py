@@ -173,6 +173,20 @@ def test_spectrum_scores_on_device(device):
     np.testing.assert_allclose(loo, [naive_loo(Z, y, a) for a in ALPHAS], rtol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("selection", ["gcv", "loo"])
+def test_estimator_on_device_matches_reference(device, selection):
+    X, y = make_problem(n=40)
+    features = RandomFourierFeatures(n_components=15, random_state=6)
+    model = RFFRidge(features=features, alphas=ALPHAS, alpha_selection=selection, device=device).fit(X, y)
+    Z = features.fit_transform(X)
+    naive = naive_loo if selection == "loo" else naive_gcv
+    np.testing.assert_allclose(model.cv_values_, [naive(Z, y, a) for a in ALPHAS], rtol=1e-6)
+    reference = Ridge(alpha=model.alpha_, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(model.predict(X), reference.predict(Z), rtol=1e-6, atol=1e-10)
+    assert isinstance(model.coef_, np.ndarray)  # fitted state is NumPy, picklable on a CPU-only machine
+
+
 def test_same_random_state_same_model_without_touching_global_rng():
     X, y = make_problem()
     numpy_state = np.random.get_state()[1].copy()
