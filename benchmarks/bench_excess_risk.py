@@ -28,7 +28,6 @@ Writes ``benchmarks/results/excess_risk.md`` and ``benchmarks/results/excess_ris
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from pathlib import Path
 
