@@ -262,7 +262,7 @@ def alpha_grid(X, n_alphas=50, *, decades=9.8):
     penalty for the ``sqrt(2) cos`` features and the un-normalised loss used here.
     """
     n_samples = X.shape[0]
-    top = float(torch.linalg.matrix_norm(X, ord=2)) ** 2
+    top = float(torch.linalg.eigvalsh(X.T @ X)[-1])  # ||X||_2^2 from the d x d Gram matrix
     exponents = torch.linspace(0.0, -decades, n_alphas, dtype=torch.float64) if n_alphas > 1 else torch.zeros(1)
     return [2.0 * n_samples * top * 10.0 ** float(e) for e in exponents]
 

@@ -239,7 +239,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         device = resolve_device(self.device, owner=name)
         n_samples, n_features = X.shape
         search = explicit is None and self.alphas > 1 or explicit is not None and explicit.size > 1
-        n_validation = int(np.ceil(self.validation_fraction * n_samples)) if search else 0
+        # round first so that e.g. 1000 / 6000 of 6000 samples is 1000, not 1001
+        n_validation = int(np.ceil(round(self.validation_fraction * n_samples, 9))) if search else 0
         if search and n_samples - n_validation < 2:
             raise ValueError(
                 f"{name}: n_samples={n_samples} is too few to hold out validation_fraction="
