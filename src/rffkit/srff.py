@@ -141,8 +141,17 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     by alternating (a) ``a = (Z^T Z + alpha I)^{-1} Z^T y`` and (b) projected gradient
     steps on ``gamma`` with FISTA and backtracking (the projection is the sort-based
     ``O(d log d)`` algorithm), until ``J`` converges. Each ``alpha`` starts from the
-    uniform ``gamma = 1`` (no warm start along the grid, as in the paper); the search
+    uniform ``gamma = 1`` (no warm start along the grid, as in the paper: warm starts
+    are faster but were seen to stall near the uniform ``gamma`` on SE1); the search
     may stop early (``n_iter_no_change``), which the paper does not do.
+
+    Inputs are standardised inside the estimator with the mean and standard deviation
+    of all of ``X`` given to ``fit`` (the paper standardises before fitting, with the
+    training statistics), so ``gamma_`` compares inputs whatever their units. The
+    kernel width, the grid and the fit use the training part of the split only; the
+    grid is the authors': ``||X||_2^2`` of the standardised training inputs times
+    ``2 n 10^(-9.8)..2 n``, the factor 2 because the features here carry the
+    ``sqrt(2)`` of the paper's equation (7) that the authors' code leaves out.
 
     References
     ----------
