@@ -12,6 +12,7 @@ from .linear import RFFClassifier
 from .ridge import RFFRidge
 from .srff import SRFFRegressor
 from .rffnet import RFFNetClassifier, RFFNetRegressor
+from .stability import RelevanceStability, relevance_stability
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,8 @@ __all__ = [
     "SRFFRegressor",
     "RFFNetClassifier",
     "RFFNetRegressor",
+    "RelevanceStability",
+    "relevance_stability",
     "approximation",
     "datasets",
     "kernels",
