@@ -284,3 +284,13 @@ def test_errors_a_user_can_act_on():
     unfitted = clone(model)
     with pytest.raises(Exception, match="not fitted"):
         unfitted.predict(X)
+
+
+def test_device_gives_the_cpu_model(device):
+    # On CUDA the reductions run in another order: equal to 1e-5, not bit for bit.
+    X, y = make_gregorova_se1(120, random_state=7)
+    on_device = SRFFRegressor(**{**FAST, "device": device}).fit(X, y)
+    on_cpu = SRFFRegressor(**FAST).fit(X, y)
+    assert on_device.alpha_ == on_cpu.alpha_
+    np.testing.assert_allclose(on_device.predict(X), on_cpu.predict(X), rtol=1e-5, atol=1e-5)
+    assert isinstance(on_device.gamma_, np.ndarray)
