@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import RandomForestRegressor
@@ -231,3 +232,15 @@ def test_result_is_a_frozen_dataclass(rffnet_result):
     assert isinstance(rffnet_result, RelevanceStability)
     with pytest.raises(AttributeError):
         rffnet_result.mean = None
+    assert repr(rffnet_result) == (
+        "RelevanceStability(n_resamples=8, n_features=18, method='subsample', resample_size=400, "
+        "selection='importance > 0.5')"
+    )
+
+
+def test_sparse_input_matches_dense(jordan):
+    X, y = jordan
+    dense = relevance_stability(LinearRegression(), X, y, n_resamples=3, random_state=0)
+    sparse = relevance_stability(LinearRegression(), scipy.sparse.csr_matrix(X), y, n_resamples=3, random_state=0)
+    # same resamples; sparse LinearRegression solves by LSQR, hence the tolerance
+    assert_allclose(sparse.importances, dense.importances, atol=1e-5)

@@ -28,7 +28,7 @@ __all__ = ["RelevanceStability", "relevance_stability"]
 _SEED_BOUND = 2**31 - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RelevanceStability:
     """Feature importances of one estimator refitted on ``n_resamples`` resamples.
 
@@ -85,6 +85,12 @@ class RelevanceStability:
     @property
     def n_resamples(self):
         return self.importances.shape[0]
+
+    def __repr__(self):
+        return (
+            f"RelevanceStability(n_resamples={self.n_resamples}, n_features={self.importances.shape[1]}, "
+            f"method={self.method!r}, resample_size={self.resample_size}, selection={self.selection_rule!r})"
+        )
 
     def stable_features(self, min_frequency=0.8):
         """Indices of the features selected in at least ``min_frequency`` of the resamples."""
