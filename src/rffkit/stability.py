@@ -259,7 +259,7 @@ def relevance_stability(
                       importance_getter)
     feature_names = _feature_names(X)
     X, y = check_X_y(X, y, accept_sparse=("csr", "csc"), ensure_min_samples=2)
-    n_samples, n_features = X.shape
+    n_features = X.shape[1]
     if top_k is not None and top_k > n_features:
         raise ValueError(f"relevance_stability: top_k={top_k} exceeds the number of features ({n_features}).")
     fraction = subsample_fraction if subsample_fraction is not None else (0.5 if method == "subsample" else 1.0)
