@@ -26,10 +26,11 @@ allocations alike; spikes shorter than 10 ms can be missed, and memory the proce
 still caches from earlier fits is not counted again).
 
 Writes ``benchmarks/results/srff_tables.csv`` and ``benchmarks/results/srff_tables.md``
-(``--output`` changes the stem). Defaults (n = 1k, 5k for SE1/SE2, n = 1k for SE3,
-3 repetitions at 1k and 1 above) take about 15 minutes on one shared core; e.g.
-``--sizes 1000 5000 10000 50000 --se3-sizes 1000 50000 --reps 5 --reps-large 3`` runs
-the full tables (hours).
+(``--output`` changes the stem; ``--markdown-only`` rewrites the markdown from a CSV,
+e.g. one merged from several runs). Defaults (n = 1k, 5k for SE1/SE2 with 3 repetitions
+at 1k and 1 above; SE3 at n = 1k once) take about 15 minutes on one core; e.g.
+``--sizes 1000 5000 10000 50000 --se3-sizes 1000 50000 --reps 5 --reps-large 3
+--se3-reps 3`` runs the full tables (many hours: SRFF at 50k takes tens of minutes).
 """
 
 from __future__ import annotations
@@ -251,11 +252,10 @@ def write_markdown(rows, path, args, notes):
     lines = [
         "# SRFF: Gregorová et al. (2018) Tables 3, 5, 6 reproduced",
         "",
-        "Produced by `benchmarks/bench_srff_tables.py`"
-        f" (`--sizes {' '.join(map(str, args.sizes))} --se3-sizes {' '.join(map(str, args.se3_sizes))}"
-        f" --reps {args.reps} --reps-large {args.reps_large}`) on {platform.processor() or platform.machine()},"
-        f" one thread, torch {torch.__version__}. Test RMSE mean (sd) over the repetitions (paper: 30);"
-        " *paper* rows are the published values. SRFF runs in float32 (as the authors' code).",
+        f"Produced by `benchmarks/bench_srff_tables.py` on {platform.machine()}, one thread, torch"
+        f" {torch.__version__}. Test RMSE mean (sd) over the repetitions in the *reps* column (paper: 30;"
+        " a single repetition shows no sd); *paper* rows are the published values. SRFF runs in float32"
+        " (as the authors' code).",
         "",
     ]
     lines += [f"- {note}" for note in (*PROTOCOL_NOTES, *notes)]
@@ -338,6 +338,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=3, help="repetitions at n <= --large")
     parser.add_argument("--reps-large", type=int, default=1, help="repetitions at n > --large")
     parser.add_argument("--large", type=int, default=1000)
+    parser.add_argument("--se3-reps", type=int, default=1, help="repetitions for SE3 (any n)")
     parser.add_argument("--srff-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--output", default="srff_tables", help="file stem under benchmarks/results/")
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from an existing .csv")
@@ -365,7 +366,8 @@ def main(argv=None):
         for problem in args.problems:
             sizes = args.se3_sizes if problem == "SE3" else args.sizes
             for n in sizes:
-                for rep in range(args.reps if n <= args.large else args.reps_large):
+                n_reps = args.se3_reps if problem == "SE3" else args.reps if n <= args.large else args.reps_large
+                for rep in range(n_reps):
                     data = load(problem, n, rep)
                     for method in methods:
                         rmse, seconds, peak, info = run_method(method, data, rep, np.dtype(args.srff_dtype))
