@@ -324,7 +324,7 @@ def rewrite_markdown(args):
                 row[key] = float(row[key])
     args.sizes = sorted({r["n"] for r in rows if r["problem"] != "SE3"})
     args.se3_sizes = sorted({r["n"] for r in rows if r["problem"] == "SE3"})
-    notes = [] if any(r["method"] == "RFFNet" for r in rows) else ["RFFNet column not run"]
+    notes = [*args.note] if any(r["method"] == "RFFNet" for r in rows) else ["RFFNet column not run", *args.note]
     write_markdown(rows, md_path, args, notes)
     print(f"wrote {md_path}")
 
@@ -342,13 +342,14 @@ def main(argv=None):
     parser.add_argument("--srff-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--output", default="srff_tables", help="file stem under benchmarks/results/")
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from an existing .csv")
+    parser.add_argument("--note", action="append", default=[], help="extra line for the markdown (repeatable)")
     args = parser.parse_args(argv)
     if args.markdown_only:
         return rewrite_markdown(args)
 
     torch.set_num_threads(1)
     methods = list(args.methods)
-    notes = []
+    notes = list(args.note)
     if "RFFNet" in methods:
         cls, message = rffnet_class()
         if cls is None:
