@@ -339,6 +339,7 @@ def main(argv=None):
     parser.add_argument("--reps-large", type=int, default=1, help="repetitions at n > --large")
     parser.add_argument("--large", type=int, default=1000)
     parser.add_argument("--se3-reps", type=int, default=1, help="repetitions for SE3 (any n)")
+    parser.add_argument("--start-rep", type=int, default=0, help="first repetition index (to add repetitions)")
     parser.add_argument("--srff-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--output", default="srff_tables", help="file stem under benchmarks/results/")
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from an existing .csv")
@@ -368,7 +369,7 @@ def main(argv=None):
             sizes = args.se3_sizes if problem == "SE3" else args.sizes
             for n in sizes:
                 n_reps = args.se3_reps if problem == "SE3" else args.reps if n <= args.large else args.reps_large
-                for rep in range(n_reps):
+                for rep in range(args.start_rep, args.start_rep + n_reps):
                     data = load(problem, n, rep)
                     for method in methods:
                         rmse, seconds, peak, info = run_method(method, data, rep, np.dtype(args.srff_dtype))
