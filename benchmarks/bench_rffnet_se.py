@@ -19,7 +19,7 @@ import argparse
 import csv
 import multiprocessing as mp
 import os
-import resource
+import threading
 import time
 from pathlib import Path
 
@@ -40,8 +40,30 @@ def _data(problem, seed, n_train, n_val=2000, n_test=2000):
     return split(X), split(y), support
 
 
-def _rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+class _PeakRSS:
+    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
+
+    def __enter__(self):
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._start = self._peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _rss(self):
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * self._page
+
+    def _watch(self):
+        while not self._stop.wait(0.005):
+            self._peak = max(self._peak, self._rss())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._peak = max(self._peak, self._rss())
+        self.peak_mb = (self._peak - self._start) / 2**20
 
 
 def _fit_one(problem, seed, n_train, method, queue):
@@ -53,10 +75,10 @@ def _fit_one(problem, seed, n_train, method, queue):
 
         kwargs = {"solver": "adam"} if method == "rffnet_adam" else {}
         model = RFFNetRegressor(random_state=seed, **kwargs)
-        base = _rss_mb()
-        start = time.perf_counter()
-        model.fit(X_tr, y_tr)
-        result["fit_s"] = time.perf_counter() - start
+        with _PeakRSS() as memory:
+            start = time.perf_counter()
+            model.fit(X_tr, y_tr)
+            result["fit_s"] = time.perf_counter() - start
         importances = model.feature_importances_
         result["n_iter"] = model.n_iter_
     elif method == "rbf_ridge":
@@ -75,25 +97,25 @@ def _fit_one(problem, seed, n_train, method, queue):
                 best = min(best, (score, (gamma, alpha)), key=lambda t: t[0])
         gamma, alpha = best[1]
         model = make_pipeline(RBFSampler(n_components=2000, gamma=gamma, random_state=seed), Ridge(alpha=alpha))
-        base = _rss_mb()
-        start = time.perf_counter()
-        model.fit(X_tr, y_tr)
-        result["fit_s"] = time.perf_counter() - start
+        with _PeakRSS() as memory:
+            start = time.perf_counter()
+            model.fit(X_tr, y_tr)
+            result["fit_s"] = time.perf_counter() - start
         importances = None
         result["n_iter"] = ""
     elif method == "ard":
         from sklearn.linear_model import ARDRegression
 
         model = ARDRegression()
-        base = _rss_mb()
-        start = time.perf_counter()
-        model.fit(X_tr, y_tr)
-        result["fit_s"] = time.perf_counter() - start
+        with _PeakRSS() as memory:
+            start = time.perf_counter()
+            model.fit(X_tr, y_tr)
+            result["fit_s"] = time.perf_counter() - start
         importances = np.abs(model.coef_) / max(np.max(np.abs(model.coef_)), 1e-300)
         result["n_iter"] = ""
     else:
         raise ValueError(method)
-    result["peak_mb"] = _rss_mb() - base
+    result["peak_mb"] = memory.peak_mb
     result["test_mse"] = float(np.mean((model.predict(X_te) - y_te) ** 2))
     if importances is not None:
         top = np.argsort(-importances)[: len(support)]
@@ -160,12 +182,18 @@ def main():
             for method in methods:
                 result = run(problem, seed, args.n_train, method)
                 rows.append(result)
+                write(rows, args)
                 print(
                     f"{problem} seed={seed} {method:12s} mse={result['test_mse']:.4f} "
                     f"fit={result['fit_s']:.1f}s peak={result['peak_mb']:.0f}MB top={result['top']}",
                     flush=True,
                 )
 
+    print(write(rows, args))
+
+
+def write(rows, args):
+    """(Re)write the CSV and markdown table; called after every fit so partial runs count."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "rffnet_se.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -180,7 +208,7 @@ def main():
         "`relevant = top-k`: seeds whose k largest importances are exactly the k relevant features.\n\n"
     )
     (RESULTS / "rffnet_se.md").write_text(header + table + "\n")
-    print(header + table)
+    return header + table
 
 
 if __name__ == "__main__":

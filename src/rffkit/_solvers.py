@@ -19,7 +19,6 @@ Two solvers share one result type:
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -213,16 +212,16 @@ def gcv_objective(Z, y, alpha):
     """
     m, s = Z.shape
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    Zc = (Z - z_mean).double()
-    yc = (y - y_mean).double()
+    Zc, yc = Z - z_mean, y - y_mean
     eye = torch.eye(s, dtype=torch.float64, device=Z.device)
-    factor = torch.linalg.cholesky(Zc.T @ Zc / m + alpha * eye)
-    beta = torch.cholesky_solve(Zc.T @ yc / m, factor)
+    # the m s^2 products run in the input dtype (float32 is twice as fast); the s x s
+    # algebra in float64
+    factor = torch.linalg.cholesky((Zc.T @ Zc).double() / m + alpha * eye)
+    beta = torch.cholesky_solve((Zc.T @ yc).double() / m, factor).to(Z.dtype)
     residual = Zc @ beta - yc
     inverse_factor = torch.linalg.solve_triangular(factor, eye, upper=False)
     df = s - alpha * (inverse_factor * inverse_factor).sum()
     score = (residual * residual).mean() / (1.0 - df / m) ** 2
-    beta = beta.to(Z.dtype)
     return score.to(Z.dtype), beta, y_mean - z_mean @ beta
 
 
@@ -251,103 +250,117 @@ def fit_variable_projection(
     n_iter_no_change,
     tol,
     generator,
-    flop_budget=4e11,
+    flop_budget=5e11,
     verbose=0,
     log=print,
 ):
-    """Variable projection + L-BFGS for squared loss on a coarse-to-fine schedule.
+    """Variable projection: L-BFGS on the relevances, beta eliminated, coarse to fine.
+
+    For fixed relevances the ridge coefficients are a closed-form function of them, so
+    only ``lambda`` is optimised, on the GCV score of the ridge fit
+    (:func:`gcv_objective`, exact gradient by back-propagation), by SciPy's L-BFGS-B.
+    (torch's L-BFGS stalled in its line search from small initial relevances on SE1;
+    SciPy's More-Thuente search did not.) Stages run on nested subsamples of growing
+    size ``m`` with ``s = floor(sqrt(m) log m)`` features (the first ``s`` columns of
+    the layer's draw); each stage starts from the best relevances so far.
 
     Parameters
     ----------
     layer : ARDRandomFourierFeatures
         Its ``relevances`` are optimised in place.
     X, y : Tensor
-        Training data (``y`` of shape (n,) or (n, k)).
+        Training data, ``y`` of shape (n, k).
     X_val, y_val : Tensor or None
-        Validation split: each L-BFGS iteration is scored on it and the best
-        relevances are kept (``None`` scores the training objective instead).
+        Validation split: every iteration is scored on it and the best relevances are
+        kept (``None`` keeps the best GCV score instead).
     max_iter : int
         Most L-BFGS iterations at any one stage.
+    n_iter_no_change, tol : int, float
+        A stage ends after ``n_iter_no_change`` iterations without a relative
+        improvement of ``tol`` in the validation score.
     flop_budget : float
-        Approximate floating-point operations allowed per stage; the iterations of a
-        stage are ``min(max_iter, budget / (2 m s^2))``, at least 2, so every stage
-        costs about the same and the largest ones only polish.
+        Floating-point operations allowed per stage. One evaluation with its gradient
+        costs about ``4 m s^2``, so a stage may evaluate ``budget / (4 m s^2)`` times;
+        stages that cannot afford 10 evaluations are skipped (the caller solves beta
+        on all data at the end).
 
     Returns
     -------
     history : FitHistory
-        ``state`` holds the best relevances; the caller solves beta on all data.
+        ``state`` holds the best relevances.
     """
+    from scipy.optimize import minimize
+
     n_train = X.shape[0]
     start_time = time.perf_counter()
     order = torch.randperm(n_train, generator=generator).to(X.device)
     lam = layer.relevances
     history = FitHistory(state=_snapshot(layer))
-    best = math.inf
-    total_iter = 0
-    for m, s in _schedule(n_train, layer.n_components):
+    tracker = {"best": math.inf, "iterations": 0}
+
+    for stage, (m, s) in enumerate(_schedule(n_train, layer.n_components)):
+        max_evaluations = int(flop_budget / (4.0 * m * s * s))
+        if max_evaluations < 10 and stage > 0:
+            continue
         idx = order[:m]
         Xs, ys = X[idx], y[idx]
-        iters = int(max(2, min(max_iter, flop_budget / (2.0 * m * s * s))))
-        optimiser = torch.optim.LBFGS(
-            [lam], lr=1.0, max_iter=1, history_size=10, line_search_fn="strong_wolfe"
-        )
-        coef = {}
+        evaluated = {}
 
-        def closure():
-            optimiser.zero_grad(set_to_none=True)
+        def objective(values):
+            with torch.no_grad():
+                lam.copy_(torch.as_tensor(values, dtype=lam.dtype, device=lam.device))
+            lam.grad = None
             loss, beta, c = gcv_objective(layer(Xs, s), ys, alpha)
             loss.backward()
-            coef["beta"], coef["c"], coef["loss"] = beta.detach(), c.detach(), float(loss.detach())
-            return loss
+            value = float(loss.detach())
+            evaluated[values.tobytes()] = (value, beta.detach(), c.detach())
+            if not math.isfinite(value):
+                raise FloatingPointError
+            return value, lam.grad.detach().double().cpu().numpy()
 
-        stall = 0
-        stage_best = math.inf
-        previous = math.inf
-        for _ in range(iters):
-            optimiser.step(closure)
-            total_iter += 1
-            # the line search may have evaluated trial points after the accepted one:
-            # re-solve beta at the accepted relevances before scoring them
+        stage_state = {"best": math.inf, "stall": 0}
+
+        def callback(intermediate_result):
+            values = intermediate_result.x
+            gcv, beta, c = evaluated.get(values.tobytes()) or (None, None, None)
+            if beta is None:  # not evaluated at exactly this point (rare): refit
+                objective(values)
+                gcv, beta, c = evaluated[values.tobytes()]
             with torch.no_grad():
-                loss, coef["beta"], coef["c"] = gcv_objective(layer(Xs, s), ys, alpha)
-                coef["loss"] = float(loss)
-            if not math.isfinite(coef["loss"]) or not torch.isfinite(lam).all():
-                # restore and stop this stage: the line search left the valid region
-                layer.load_state_dict(history.state)
-                break
-            with torch.no_grad():
+                lam.copy_(torch.as_tensor(values, dtype=lam.dtype, device=lam.device))
                 if X_val is not None:
-                    pred = layer(X_val, s) @ coef["beta"] + coef["c"]
-                    score = float(((pred - y_val) ** 2).mean())
+                    residual = layer(X_val, s) @ beta + c - y_val
+                    score = float((residual * residual).mean())
                 else:
-                    score = coef["loss"]
-            history.train_loss.append(coef["loss"])
+                    score = gcv
+            evaluated.clear()
+            tracker["iterations"] += 1
+            history.train_loss.append(gcv)
             history.validation_loss.append(score)
             if verbose:
                 log(
-                    f"stage m={m} s={s}: objective {coef['loss']:.5f}, validation MSE {score:.5f} "
+                    f"stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
                     f"({time.perf_counter() - start_time:.1f} s)"
                 )
-            if score < best:
-                best = score
+            if score < tracker["best"]:
+                tracker["best"] = score
                 history.state = _snapshot(layer)
                 history.best_validation_loss = score
-            if score < stage_best - tol * abs(stage_best) if math.isfinite(stage_best) else True:
-                stage_best, stall = score, 0
+            if score < stage_state["best"] - tol * abs(stage_state["best"]) or not math.isfinite(stage_state["best"]):
+                stage_state["best"], stage_state["stall"] = score, 0
             else:
-                stall += 1
-                if n_iter_no_change is not None and stall >= n_iter_no_change:
-                    break
-            if math.isfinite(previous) and abs(previous - coef["loss"]) <= tol * abs(previous):
-                break
-            previous = coef["loss"]
-        # the next stage starts from the best relevances found so far
-        layer.load_state_dict(history.state)
-    history.n_iter = total_iter
+                stage_state["stall"] += 1
+                if n_iter_no_change is not None and stage_state["stall"] >= n_iter_no_change:
+                    raise StopIteration
+
+        start = lam.detach().double().cpu().numpy()
+        try:
+            minimize(
+                objective, start, jac=True, method="L-BFGS-B", callback=callback,
+                options={"maxiter": max_iter, "maxfun": max(max_evaluations, 10)},
+            )
+        except FloatingPointError:
+            pass  # left the valid region: keep the best state found
+        layer.load_state_dict(history.state)  # the next stage starts from the best so far
+    history.n_iter = tracker["iterations"]
     return history
-
-
-def clone_module(module):
-    """A deep, independent copy of a module (parameters, buffers and all)."""
-    return copy.deepcopy(module)
