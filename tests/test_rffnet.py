@@ -235,3 +235,19 @@ def test_fit_on_device(device):
 def test_clone_keeps_parameters():
     model = RFFNetRegressor(alpha=0.5, hidden_layer_sizes=(4, 2))
     assert clone(model).get_params() == model.get_params()
+
+
+@pytest.mark.parametrize("solver", ["varpro", "adam"])
+def test_relevance_penalty_zeroes_irrelevant_features(solver):
+    """The l1 penalty on lambda gives exact zeros, which SelectFromModel drops."""
+    X, y = make_jordan_se1(1000, random_state=0)
+    params = dict(solver=solver, random_state=0, max_iter=40)
+    penalty = 1e-2 if solver == "varpro" else 1.0
+    model = RFFNetRegressor(relevance_penalty=penalty, **params).fit(X, y)
+    assert model.relevances_[0] != 0
+    assert np.sum(model.relevances_ == 0) >= X.shape[1] // 2
+    selector = SelectFromModel(model, threshold=1e-12, prefit=True)
+    kept = np.flatnonzero(selector.get_support())
+    assert 0 in kept and len(kept) <= X.shape[1] // 2
+    # without the penalty no relevance is exactly zero
+    assert np.all(RFFNetRegressor(**params).fit(X, y).relevances_ != 0)

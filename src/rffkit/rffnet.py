@@ -82,6 +82,7 @@ class _BaseRFFNet(BaseEstimator):
         "n_random_features": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions({"auto", "adam", "varpro"})],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -102,6 +103,7 @@ class _BaseRFFNet(BaseEstimator):
         n_random_features=None,
         kernel="gaussian",
         alpha=1e-4,
+        relevance_penalty=0.0,
         hidden_layer_sizes=(),
         solver="auto",
         learning_rate=1e-2,
@@ -118,6 +120,7 @@ class _BaseRFFNet(BaseEstimator):
         self.n_random_features = n_random_features
         self.kernel = kernel
         self.alpha = alpha
+        self.relevance_penalty = relevance_penalty
         self.hidden_layer_sizes = hidden_layer_sizes
         self.solver = solver
         self.learning_rate = learning_rate
@@ -212,7 +215,8 @@ class _BaseRFFNet(BaseEstimator):
             history = fit_variable_projection(
                 rff, X_t, y_t, X_v, y_v,
                 alpha=self.alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
-                tol=self.tol, generator=generator, verbose=self.verbose, log=log,
+                tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
+                verbose=self.verbose, log=log,
             )
             with torch.no_grad():
                 beta, c = ridge_solve(rff(X_t), y_t, self.alpha)
@@ -228,7 +232,8 @@ class _BaseRFFNet(BaseEstimator):
                 alpha=self.alpha, learning_rate=self.learning_rate, batch_size=self.batch_size,
                 max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change if self.early_stopping else None,
                 tol=self.tol, generator=generator, penalised=[model.first_linear.weight],
-                relevances=rff.relevances, verbose=self.verbose, log=log,
+                relevances=rff.relevances, relevance_penalty=self.relevance_penalty,
+                verbose=self.verbose, log=log,
             )
         model.eval()
         for parameter in model.parameters():
@@ -307,6 +312,11 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         The ARD kernel ``k(lambda o (x - y))``; see :mod:`rffkit.kernels`.
     alpha : float, default=1e-4
         Ridge penalty ``alpha ||beta||^2`` (target in standard units).
+    relevance_penalty : float, default=0.0
+        Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
+        §3.5), applied by its proximal step ('adam') or as bound-constrained L-BFGS-B
+        on ``lambda >= 0`` ('varpro'), so irrelevant features get relevance exactly 0
+        and ``SelectFromModel(threshold=1e-12)`` drops them.
     hidden_layer_sizes : tuple of int, default=()
         Empty: plain RFFNet (linear head). Otherwise ReLU layers of these widths follow
         the random-feature layer (RFFNet+, dissertation §5.3); the penalty then applies
