@@ -40,6 +40,7 @@ import argparse
 import copy
 import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -67,6 +68,7 @@ LABELS = {
 COLORS = {"palm_adam": "C0", "single_adam": "C1", "palm_sgd": "C2", "single_sgd": "C3", "varpro": "k"}
 ADAM_GRID = (1e-3, 3e-3, 1e-2, 3e-2)
 SGD_GRID = (3e-2, 1e-1, 3e-1, 1.0)
+TIE = 0.01
 ALPHA = 1e-4
 BATCH_SIZE = 256
 
@@ -212,7 +214,8 @@ def tune(datasets, seed, n_tune, tune_epochs, grids):
 
     The score of a learning rate is the mean log best validation MSE of the PALM and
     the single-block variant after ``tune_epochs`` epochs on the first ``n_tune``
-    training points (same validation set, features for ``n_tune`` points).
+    training points (same validation set, features for ``n_tune`` points); scores
+    within ``TIE`` of the lowest count as ties, won by the largest rate.
     """
     from rffkit._solvers import default_n_features
 
@@ -229,7 +232,10 @@ def tune(datasets, seed, n_tune, tune_epochs, grids):
                     logs.append(math.log(best) if np.isfinite(best) else math.inf)
                 scores[(problem, family, lr)] = float(np.mean(logs))
                 print(f"tune {problem} {family} lr={lr:g}: mean log validation MSE {np.mean(logs):.3f}", flush=True)
-            chosen[problem][family] = min(grid, key=lambda lr: scores[(problem, family, lr)])
+            # near-ties (within TIE in log MSE, i.e. about 1%: a few epochs did not separate
+            # them, as on SE1) go to the largest rate, which progresses furthest in a long run
+            lowest = min(scores[(problem, family, lr)] for lr in grid)
+            chosen[problem][family] = max(lr for lr in grid if scores[(problem, family, lr)] <= lowest + TIE)
     return chosen, scores
 
 
@@ -277,7 +283,7 @@ def write_markdown(results, args, learning_rates, tuning, n_train, n_components,
     lines = [
         "# Optimiser ablation (dissertation §4.4, Figure 3)",
         "",
-        "Produced by `benchmarks/bench_ablation.py`; figure: `ablation.png`.",
+        "Produced by `" + " ".join(["python", "benchmarks/bench_ablation.py", *sys.argv[1:]]) + "`; figure: `ablation.png`.",
         "",
         f"Setup: {args.n_train} points per problem handed to the fit (seed {args.seed}), standardised "
         f"with their statistics, 10% held out for validation, so n = {n_train} training points and "
@@ -293,13 +299,15 @@ def write_markdown(results, args, learning_rates, tuning, n_train, n_components,
         + (
             f" (picked by `--tune` from Adam {list(args.adam_grid)} and SGD {list(args.sgd_grid)} by the mean log "
             f"best validation MSE of both block variants after {args.tune_epochs} epochs on the first "
-            f"{args.tune_n} training points; scores in the table below)."
+            f"{args.tune_n} training points, scores within {TIE} of the lowest counting as ties won by the "
+            "largest rate; scores in the table below)."
             if tuning
             else " (fixed, not tuned: Adam's is the library default)."
         ),
         "varpro at the library defaults (L-BFGS-B on GCV, coarse-to-fine stages, beta by ridge on all "
         "training data). MSEs in the target's units; the noise floor is 0.01. "
-        f"Machine: {os.cpu_count()} CPU cores shared with other jobs, torch threads {torch.get_num_threads()}; "
+        f"Machine: {os.cpu_count()} CPU cores shared with other jobs (load average {args.load:.1f} at the start), "
+        f"torch threads {torch.get_num_threads()}; "
         "times include the per-epoch validation pass.",
         "",
         "| problem | method | best validation MSE | last validation MSE | test MSE | fit s | epochs / iterations |",
@@ -399,6 +407,7 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
+    args.load = os.getloadavg()[0]
     datasets = {problem: prepare(problem, args.n_train, args.n_test, args.seed) for problem in args.problems}
     n_train = next(iter(datasets.values()))["X"].shape[0]
     n_components = default_n_features(n_train)
