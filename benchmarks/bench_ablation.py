@@ -308,7 +308,8 @@ def write_markdown(results, args, learning_rates, tuning, n_train, n_components,
         "training data). MSEs in the target's units; the noise floor is 0.01. "
         f"Machine: {os.cpu_count()} CPU cores shared with other jobs (load average {args.load:.1f} at the start), "
         f"torch threads {torch.get_num_threads()}; "
-        "times include the per-epoch validation pass.",
+        "times include the per-epoch validation pass. For varpro both validation columns give the final "
+        "all-data ridge fit (its per-iteration curve uses each stage's subsample fit).",
         "",
         "| problem | method | best validation MSE | last validation MSE | test MSE | fit s | epochs / iterations |",
         "|---|---|---|---|---|---|---|",
