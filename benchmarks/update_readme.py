@@ -1,0 +1,72 @@
+"""Splice the benchmark results into README.md (between the results markers).
+
+Every table in the README's results section is copied from a file that a script in
+``benchmarks/`` wrote into ``benchmarks/results/``; nothing there is typed by hand.
+Run after the benchmarks: ``python benchmarks/update_readme.py`` (``make bench`` does).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+# (results file, script that writes it); the first heading and first table are shown
+SECTIONS = [
+    ("rffnet_se.md", "bench_rffnet_se.py"),
+    ("srff_tables.md", "bench_srff_tables.py"),
+    ("rffnet_table2.md", "bench_rffnet_table2.py"),
+    ("ablation.md", "bench_ablation.py"),
+    ("classification.md", "bench_classification.py"),
+    ("relevance_paths.md", "bench_relevance_paths.py"),
+    ("kernel_approximation.md", "bench_kernel_approximation.py"),
+    ("rffridge_se.md", "bench_rffridge_se.py"),
+    ("krr_diabetes.md", "bench_krr_diabetes.py"),
+    ("excess_risk.md", "bench_excess_risk.py"),
+]
+
+
+def first_table(text):
+    """The first heading (demoted to ###) and the first markdown table of a file."""
+    lines = text.splitlines()
+    heading = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
+    table, inside = [], False
+    for line in lines:
+        if line.startswith("|"):
+            table.append(line)
+            inside = True
+        elif inside:
+            break
+    return heading, "\n".join(table)
+
+
+def build():
+    parts = []
+    for name, script in SECTIONS:
+        path = RESULTS / name
+        if not path.exists():
+            continue
+        heading, table = first_table(path.read_text())
+        parts.append(
+            f"### {heading}\n\nFrom `benchmarks/{script}` "
+            f"(full output: [`benchmarks/results/{name}`](benchmarks/results/{name})).\n\n{table}\n"
+        )
+    return "\n".join(parts)
+
+
+def main():
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"README.md lacks the {START} / {END} markers")
+    section = f"{START}\n{build()}\n{END}"
+    text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: section, text, flags=re.S)
+    readme.write_text(text)
+    print(f"README.md results section rebuilt from {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

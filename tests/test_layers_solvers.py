@@ -1,0 +1,69 @@
+"""The ARD layer against the exact ARD kernel, and the solver numerics against naive references."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import Ridge
+
+from rffkit._solvers import _schedule, default_n_features, gcv_objective, ridge_solve
+from rffkit.kernels import kernel_matrix
+from rffkit.layers import ARDRandomFourierFeatures
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "cauchy"])
+def test_layer_estimates_the_ard_kernel(kernel):
+    """Prop. 2: z(lambda o x)^T z(lambda o y) is unbiased for k(lambda o (x - y))."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    lam = np.array([1.5, 0.5, 0.0, -1.0])  # sign-free, a zero switches a feature off
+    layer = ARDRandomFourierFeatures.from_kernel(4, 20000, kernel, relevance=lam, random_state=1)
+    with torch.no_grad():
+        Z = layer(torch.as_tensor(X)).numpy()
+    exact = kernel_matrix(kernel, X * np.abs(lam))
+    # Monte-Carlo error of a bounded estimate: sd <= sqrt(2 / D) ~ 0.01 per entry
+    assert np.max(np.abs(Z @ Z.T - exact)) < 0.06
+    assert np.sqrt(np.mean((Z @ Z.T - exact) ** 2)) < 0.015
+
+
+def test_gradient_reaches_the_relevances_and_nested_columns():
+    layer = ARDRandomFourierFeatures.from_kernel(3, 50, random_state=0)
+    x = torch.randn(8, 3, dtype=torch.float64)
+    layer(x).sum().backward()
+    assert layer.relevances.grad is not None and torch.all(layer.relevances.grad != 0)
+    assert torch.allclose(layer(x, 10) * np.sqrt(10 / 2), layer(x)[:, :10] * np.sqrt(50 / 2))
+    assert not layer.frequencies.requires_grad and len(list(layer.parameters())) == 1
+
+
+def test_ridge_solve_matches_scikit_learn():
+    rng = np.random.default_rng(0)
+    Z, y = rng.normal(size=(200, 30)), rng.normal(size=(200, 1))
+    alpha = 0.3
+    beta, c = ridge_solve(torch.as_tensor(Z), torch.as_tensor(y), alpha)
+    # ours: mean squared error + alpha ||beta||^2  <=>  Ridge(alpha * n) on the sum
+    reference = Ridge(alpha=alpha * 200).fit(Z, y[:, 0])
+    np.testing.assert_allclose(beta.numpy()[:, 0], reference.coef_, rtol=1e-8)
+    np.testing.assert_allclose(c.numpy(), [reference.intercept_], rtol=1e-8)
+
+
+def test_gcv_objective_matches_the_hat_matrix_and_autograd():
+    rng = np.random.default_rng(1)
+    Z, y = rng.normal(size=(60, 12)), rng.normal(size=(60, 1))
+    alpha, n = 0.05, 60
+    Zc, yc = Z - Z.mean(0), y - y.mean(0)
+    hat = Zc @ np.linalg.solve(Zc.T @ Zc / n + alpha * np.eye(12), Zc.T / n)
+    residual = yc - hat @ yc
+    expected = np.mean(residual**2) / (1 - np.trace(hat) / n) ** 2
+    Zt = torch.as_tensor(Z, dtype=torch.float64).requires_grad_(True)
+    score, _, _ = gcv_objective(Zt, torch.as_tensor(y), alpha)
+    np.testing.assert_allclose(float(score.detach()), expected, rtol=1e-10)
+    small = torch.as_tensor(Z[:20, :5]).requires_grad_(True)
+    target = torch.as_tensor(y[:20])
+    assert torch.autograd.gradcheck(lambda A: gcv_objective(A, target, alpha)[0], (small,))
+
+
+def test_default_features_and_schedule():
+    assert default_n_features(50_000) == int(np.floor(np.sqrt(50_000) * np.log(50_000)))
+    assert default_n_features(10**7) == 4000 and default_n_features(3) == 10
+    stages = _schedule(45_000, 2272)
+    assert stages[0] == (2000, default_n_features(2000)) and stages[-1] == (45_000, 2272)
+    assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
