@@ -26,9 +26,11 @@ test: $(STAMP)
 # `make bench` runs every benchmarks/bench_*.py; `make bench-core` only issue 2's table.
 bench-core: $(STAMP)
 	$(BIN)/python benchmarks/bench_rffnet_se.py
+	$(BIN)/python benchmarks/update_readme.py
 
 bench: $(STAMP)
 	set -e; for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script; done
+	$(BIN)/python benchmarks/update_readme.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
