@@ -371,13 +371,33 @@ def summary(results):
         > min(runs["palm_adam"]["best_validation"], runs["single_adam"]["best_validation"])
         for runs in results.values()
     )
+    gaps = {  # relative gap of single-block Adam over PALM Adam, and PALM's time per epoch ratio
+        problem: (
+            runs["single_adam"]["best_validation"] / runs["palm_adam"]["best_validation"] - 1.0,
+            runs["palm_adam"]["fit_s"] / runs["single_adam"]["fit_s"],
+        )
+        for problem, runs in results.items()
+    }
+    largest = max(abs(gap) for gap, _ in gaps.values())
     out += [
         "",
         "The dissertation's Figure 3 concludes that alternating blocks (PALM) with Adam converge "
         "faster and to lower validation MSE than single-block updates and than SGD, which did not reach "
         f"low MSE on any problem. Here PALM Adam has the lowest validation MSE among the four mini-batch "
         f"variants on {wins} of {len(results)} problems, and both SGD variants end above the better Adam "
-        f"variant on {sgd_worse} of {len(results)} problems.",
+        f"variant on {sgd_worse} of {len(results)} problems. Single-block Adam's best validation MSE is "
+        + ", ".join(f"{100 * gap:+.1f}%" for gap, _ in gaps.values())
+        + " relative to PALM Adam's ("
+        + ", ".join(PROBLEMS[p] for p in gaps)
+        + ") while PALM Adam takes "
+        + ", ".join(f"{ratio:.1f}x" for _, ratio in gaps.values())
+        + " its time (two forward/backward passes per mini-batch instead of one)"
+        + (
+            f": the gain from alternating blocks is within {100 * largest:.1f}% here, so Adam over SGD is the "
+            "part of the conclusion these runs support, alternating over single block is not resolved."
+            if largest < 0.02
+            else "."
+        ),
     ]
     return out
 
@@ -420,6 +440,9 @@ def main():
         )
     print(f"n = {n_train}, s = {n_components}, learning rates {learning_rates}", flush=True)
 
+    warm = next(iter(datasets.values()))  # untimed warm-up: the first torch calls are slow
+    run_minibatch(dict(warm, X=warm["X"][:1024], y=warm["y"][:1024]), initial_model(warm["p"], 64, args.seed),
+                  "palm_adam", 1e-2, 1, args.seed)
     results = {}
     for problem, data in datasets.items():
         init = initial_model(data["p"], n_components, args.seed)
