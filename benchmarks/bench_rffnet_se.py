@@ -175,7 +175,19 @@ def main():
     parser.add_argument("--adam-seeds", type=int, default=0, help="seeds also fitted with the (slow) Algorithm-1 solver; the solver comparison lives in bench_ablation.py")
     parser.add_argument("--n-train", type=int, default=50000)
     parser.add_argument("--problems", nargs="+", default=list(TARGETS))
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite the markdown from the CSV")
     args = parser.parse_args()
+
+    if args.markdown_only:
+        with open(RESULTS / "rffnet_se.csv") as handle:
+            rows = [
+                {k: (float(v) if k in ("test_mse", "fit_s", "peak_mb") else int(v) if k == "seed" else
+                     v == "True" if k == "support_found" and v in ("True", "False") else v)
+                 for k, v in row.items()}
+                for row in csv.DictReader(handle)
+            ]
+        print(write(rows, args, load=None))
+        return
 
     rows = []
     for problem in args.problems:
@@ -194,20 +206,29 @@ def main():
     print(write(rows, args))
 
 
-def write(rows, args):
+def write(rows, args, load="now"):
     """(Re)write the CSV and markdown table; called after every fit so partial runs count."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / "rffnet_se.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    if load == "now":
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        for row in rows:
+            row.setdefault("load_average", load)
+        with open(RESULTS / "rffnet_se.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[-1]))
+            writer.writeheader()
+            writer.writerows(rows)
+    loads = sorted({row.get("load_average", "") for row in rows} - {""})
     table = summarise(rows)
     header = (
         f"# RFFNet on SE1 / SE2 (n_train={args.n_train}, 2,000 validation, 2,000 test, "
         f"{args.seeds} seeds; Algorithm-1 'adam' solver on {args.adam_seeds} seeds)\n\n"
         f"Machine: {os.cpu_count()} CPU cores. Targets: SE1 test MSE <= 0.060, SE2 <= 1.0, "
         "relevant features top-k in >= 4 of 5 seeds, fit <= 6x the RBFSampler(2000)+Ridge fit.\n"
-        "`relevant = top-k`: seeds whose k largest importances are exactly the k relevant features.\n\n"
+        "`relevant = top-k`: seeds whose k largest importances are exactly the k relevant features.\n"
+        + (f"Load average (1, 5, 15 min) when fits ended: {'; '.join(loads)}. " if loads else
+           "The load average was not recorded for this run. ")
+        + "Other jobs shared the machine, so absolute times carry noise; each ratio compares fits of "
+        "the same seed, run back to back.\n\n"
     )
     (RESULTS / "rffnet_se.md").write_text(header + table + "\n")
     return header + table
