@@ -228,7 +228,7 @@ def write(rows, args, notes):
     RESULTS.mkdir(parents=True, exist_ok=True)
     fields = ["problem", "seed", "method", "n_fit", "params", "fit_s", "peak_mb", "val_mse", "test_mse", "top",
               "support_found"]
-    with open(RESULTS / "rffnet_table2.csv", "w", newline="") as handle:
+    with open(RESULTS / f"{args.output}.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
@@ -246,7 +246,7 @@ def write(rows, args, notes):
         f"Targets for RFFNet+: SE1 <= {TARGETS['gregorova_se1']}, SE2 <= {TARGETS['gregorova_se2']}.\n\n"
     )
     text = header + summarise(rows, args) + "\n\n" + "\n".join(f"- {note}" for note in notes) + "\n"
-    (RESULTS / "rffnet_table2.md").write_text(text)
+    (RESULTS / f"{args.output}.md").write_text(text)
     return text
 
 
@@ -280,6 +280,8 @@ def main():
     parser.add_argument("--slow-seeds", type=int, default=1, help="seeds for srff and rffnet defaults (default 1)")
     parser.add_argument("--n-train", type=int, default=50000)
     parser.add_argument("--n-krr", type=int, default=10000, help="KRR training subsample (50k needs > 20 GB)")
+    parser.add_argument("--first-seed", type=int, default=0, help="skip the seeds below this one")
+    parser.add_argument("--output", default="rffnet_table2", help="file stem under benchmarks/results/")
     parser.add_argument("--n-srff", type=int, default=10000, help="SRFF training subsample")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
@@ -332,7 +334,7 @@ def main():
                 "benchmark only; not an rffkit dependency)."
             )
     rows, started, skipped = [], time.perf_counter(), []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.seeds):
         for problem in args.problems:
             for method in methods:
                 if method in SLOW and seed >= args.slow_seeds:
