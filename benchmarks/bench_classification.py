@@ -36,12 +36,13 @@ import csv
 import dataclasses
 import multiprocessing as mp
 import os
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+from _common import PeakRSS, code_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet_default", "rffnet_tuned", "logistic_l1", "hist_gradient_boosting")
@@ -136,36 +137,10 @@ def _label(kwargs):
 # -- one fit in a forked child ----------------------------------------------------------
 
 
-class _PeakRSS:
-    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
-
-    def __enter__(self):
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self._start = self._peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-        return self
-
-    def _rss(self):
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self._page
-
-    def _watch(self):
-        while not self._stop.wait(0.005):
-            self._peak = max(self._peak, self._rss())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._peak = max(self._peak, self._rss())
-        self.peak_mb = (self._peak - self._start) / 2**20
-
-
 def _child(factory, X_tr, y_tr, X_va, X_te, queue):
     try:
         model = factory()
-        with _PeakRSS() as memory:
+        with PeakRSS() as memory:
             start = time.perf_counter()
             model.fit(X_tr, y_tr)
             fit_s = time.perf_counter() - start
@@ -319,22 +294,6 @@ def _mean_sd(values):
     values = np.asarray(values, dtype=float)
     sd = values.std(ddof=1) if values.shape[0] > 1 else 0.0
     return f"{values.mean():.3f} ({sd:.3f})"
-
-
-def code_version():
-    """The commit the library was run at, and any uncommitted changes to its sources."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "an unknown commit"
-    changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
-    return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
 
 
 def write(rows, args, extra=""):

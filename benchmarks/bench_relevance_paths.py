@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import code_version
+
 RESULTS = Path(__file__).resolve().parent / "results"
 PROBLEMS = ("gregorova_se1", "gregorova_se2")
 N_VAL = N_TEST = 2000
@@ -104,22 +106,6 @@ def plot(rows, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def code_version():
-    """The commit the library was run at, and any uncommitted changes to its sources."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "an unknown commit"
-    changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
-    return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
 
 
 def write(rows, args):

@@ -21,11 +21,12 @@ import argparse
 import csv
 import multiprocessing as mp
 import os
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _common import PeakRSS as _PeakRSS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"gregorova_se1": 0.060, "gregorova_se2": 1.0}
@@ -40,32 +41,6 @@ def _data(problem, seed, n_train, n_val=2000, n_test=2000):
     X = (X - mean) / std
     split = lambda a: (a[:n_train], a[n_train : n_train + n_val], a[n_train + n_val :])  # noqa: E731
     return split(X), split(y), support
-
-
-class _PeakRSS:
-    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
-
-    def __enter__(self):
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self._start = self._peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-        return self
-
-    def _rss(self):
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self._page
-
-    def _watch(self):
-        while not self._stop.wait(0.005):
-            self._peak = max(self._peak, self._rss())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._peak = max(self._peak, self._rss())
-        self.peak_mb = (self._peak - self._start) / 2**20
 
 
 def _fit_one(problem, seed, n_train, method, queue):

@@ -1,0 +1,49 @@
+"""Helpers shared by the benchmark scripts: peak-memory sampling and the code version."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+
+class PeakRSS:
+    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
+
+    def __enter__(self):
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._start = self._peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _rss(self):
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * self._page
+
+    def _watch(self):
+        while not self._stop.wait(0.005):
+            self._peak = max(self._peak, self._rss())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._peak = max(self._peak, self._rss())
+        self.peak_mb = (self._peak - self._start) / 2**20
+
+
+def code_version():
+    """The commit the library was run at, and any uncommitted changes to its sources."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
+    return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
