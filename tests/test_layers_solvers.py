@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.linear_model import Ridge
 
-from rffkit._solvers import _schedule, default_n_features, gcv_objective, ridge_solve
+from rffkit._solvers import _schedule, default_n_features, gcv_objective, ridge_solve, select_ridge_alpha
 from rffkit.kernels import kernel_matrix
 from rffkit.layers import ARDRandomFourierFeatures
 
@@ -59,6 +59,32 @@ def test_gcv_objective_matches_the_hat_matrix_and_autograd():
     small = torch.as_tensor(Z[:20, :5]).requires_grad_(True)
     target = torch.as_tensor(y[:20])
     assert torch.autograd.gradcheck(lambda A: gcv_objective(A, target, alpha)[0], (small,))
+
+
+def test_select_ridge_alpha_matches_one_solve_per_alpha():
+    """The eigendecomposition path against a fresh ridge solve and a hand-made score per alpha."""
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(120, 25))
+    y = Z[:, :3].sum(axis=1, keepdims=True) + 0.5 * rng.normal(size=(120, 1))
+    Zv = rng.normal(size=(40, 25))
+    yv = Zv[:, :3].sum(axis=1, keepdims=True) + 0.5 * rng.normal(size=(40, 1))
+    alphas = (1e-4, 1e-2, 1.0, 10.0)
+    as_t = torch.as_tensor
+    by_validation, by_gcv = [], []
+    for alpha in alphas:
+        beta, c = ridge_solve(as_t(Z), as_t(y), alpha)
+        by_validation.append(np.mean((Zv @ beta.numpy() + c.numpy() - yv) ** 2))
+        by_gcv.append(float(gcv_objective(as_t(Z), as_t(y), alpha)[0]))
+    for validation, scores in (((as_t(Zv), as_t(yv)), by_validation), ((None, None), by_gcv)):
+        alpha, beta, c, score = select_ridge_alpha(as_t(Z), as_t(y), *validation, alphas=alphas)
+        assert alpha == alphas[int(np.argmin(scores))]
+        np.testing.assert_allclose(score, min(scores), rtol=1e-9)
+        reference_beta, reference_c = ridge_solve(as_t(Z), as_t(y), alpha)
+        np.testing.assert_allclose(beta.numpy(), reference_beta.numpy(), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(c.numpy(), reference_c.numpy(), rtol=1e-8, atol=1e-12)
+    # a 1-D target comes back 1-D; an all-noise target picks the largest penalty
+    alpha, beta, c, _ = select_ridge_alpha(as_t(Z), as_t(rng.normal(size=120)), as_t(Zv), as_t(rng.normal(size=40)))
+    assert beta.shape == (25,) and c.shape == () and alpha >= 0.1
 
 
 def test_default_features_and_schedule():

@@ -73,6 +73,20 @@ def test_raw_units_do_not_change_the_ranking(solver):
     assert np.argmax(b.feature_importances_) == 0
 
 
+def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
+    """alpha='auto' (the default) picks a grid value at least as good on validation as 1e-4."""
+    from rffkit._solvers import ALPHA_GRID
+
+    X, y, X_test, y_test = se1
+    assert se1_model.alpha == "auto" and se1_model.alpha_ in ALPHA_GRID
+    fixed = RFFNetRegressor(random_state=0, alpha=1e-4).fit(X, y)
+    np.testing.assert_array_equal(fixed.relevances_, se1_model.relevances_)  # same relevance search
+    assert se1_model.best_validation_loss_ <= fixed.best_validation_loss_ * (1 + 1e-6)
+    assert RFFNetRegressor(solver="adam", max_iter=2, random_state=0).fit(X[:300], y[:300]).alpha_ == 1e-4
+    with pytest.raises(ValueError, match="alpha"):
+        RFFNetRegressor(alpha="gcv").fit(X_OK, Y_OK)
+
+
 def test_adam_solver_learns():
     """Algorithm 1 (alternating Adam) fits an easy ARD problem and ranks its feature."""
     X, y = make_jordan_se1(2000, random_state=0)

@@ -29,6 +29,7 @@ import torch
 __all__ = [
     "FitHistory",
     "ridge_solve",
+    "select_ridge_alpha",
     "fit_alternating_adam",
     "fit_variable_projection",
     "default_n_features",
@@ -85,6 +86,59 @@ def ridge_solve(Z, y, alpha):
         beta = torch.cholesky_solve(rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs, factor).reshape(rhs.shape)
     beta = beta.to(Z.dtype)
     return beta, y_mean - z_mean @ beta
+
+
+#: The grid searched when ``alpha='auto'``: half-decades from 1e-8 to 1 (the target is
+#: in standard units and the feature Gram matrix has trace about 1).
+ALPHA_GRID = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+
+
+@torch.no_grad()
+def select_ridge_alpha(Z, y, Z_val=None, y_val=None, alphas=ALPHA_GRID):
+    """Ridge fits of ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` for every alpha.
+
+    One symmetric eigendecomposition ``G = V diag(e) V^T`` of the centred Gram matrix
+    ``G = Zc^T Zc / n`` gives every fit, ``beta(alpha) = V diag(1 / (e + alpha)) V^T
+    Zc^T y / n``, for ``O(s^2)`` per alpha after the ``O(n s^2 + s^3)`` set-up. The
+    best alpha minimises the mean squared error on ``(Z_val, y_val)`` or, without a
+    validation set, the GCV score ``mse / (1 - df / n)^2`` with ``df = sum e / (e +
+    alpha)``. Ties go to the largest alpha. ``y`` has shape (n, k); returns ``(alpha,
+    beta, c, score)`` with ``beta, c`` in the dtype of ``Z``.
+    """
+    n = Z.shape[0]
+    squeeze = y.ndim == 1
+    y = y.reshape(n, -1)
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc = Z - z_mean
+    yc = (y - y_mean).double()
+    eigenvalues, V = torch.linalg.eigh((Zc.T @ Zc).double() / n)
+    eigenvalues = eigenvalues.clamp_min(0.0)
+    projected = V.T @ ((Zc.T @ (y - y_mean)).double() / n)  # (s, k)
+    if Z_val is not None:
+        P = (Z_val - z_mean).double() @ V
+        target = (y_val.reshape(y_val.shape[0], -1) - y_mean).double()
+    else:
+        total = (yc * yc).sum(dim=0) / n
+    best = (math.inf, None, None)
+    for alpha in sorted(alphas, reverse=True):
+        coef = projected / (eigenvalues + alpha).unsqueeze(-1)
+        if Z_val is not None:
+            score = float(((P @ coef - target) ** 2).mean())
+        else:
+            mse = total - 2.0 * (projected * coef).sum(dim=0) + (eigenvalues.unsqueeze(-1) * coef * coef).sum(dim=0)
+            df = float((eigenvalues / (eigenvalues + alpha)).sum())
+            score = float(mse.mean()) / max(1.0 - df / n, 1e-12) ** 2
+        if score < best[0]:
+            best = (score, alpha, coef)
+    score, alpha, coef = best
+    if alpha is None:  # every score non-finite: fall back on the largest alpha
+        alpha = max(alphas)
+        coef = projected / (eigenvalues + alpha).unsqueeze(-1)
+    beta = (V @ coef).to(Z.dtype)
+    c = y_mean - z_mean @ beta
+    if squeeze:
+        beta, c = beta[:, 0], c[0]
+    return alpha, beta, c, score
 
 
 def _batches(n, batch_size, generator, device):
@@ -283,6 +337,8 @@ def fit_variable_projection(
     X_val, y_val : Tensor or None
         Validation split: every iteration is scored on it and the best relevances are
         kept (``None`` keeps the best GCV score instead).
+    alpha : float
+        Ridge penalty of the GCV objective.
     max_iter : int
         Most L-BFGS iterations at any one stage.
     n_iter_no_change, tol : int, float

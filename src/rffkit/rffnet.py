@@ -32,6 +32,7 @@ from ._solvers import (
     fit_alternating_adam,
     fit_variable_projection,
     ridge_solve,
+    select_ridge_alpha,
 )
 from ._validation import as_tensor, resolve_device, to_numpy, torch_generator
 from .kernels import KERNELS
@@ -40,6 +41,9 @@ from .layers import ARDRandomFourierFeatures
 __all__ = ["RFFNetRegressor", "RFFNetClassifier"]
 
 _SEED_BOUND = 2**31 - 1
+#: ``alpha='auto'`` for the Adam solver (and the classifier), where no closed-form
+#: ridge path exists to choose it from.
+DEFAULT_ALPHA = 1e-4
 
 
 class _RFFNetModule(nn.Module):
@@ -81,7 +85,7 @@ class _BaseRFFNet(BaseEstimator):
     _parameter_constraints = {
         "n_random_features": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions({"auto", "adam", "varpro"})],
@@ -102,7 +106,7 @@ class _BaseRFFNet(BaseEstimator):
         *,
         n_random_features=None,
         kernel="gaussian",
-        alpha=1e-4,
+        alpha="auto",
         relevance_penalty=0.0,
         hidden_layer_sizes=(),
         solver="auto",
@@ -211,15 +215,20 @@ class _BaseRFFNet(BaseEstimator):
         loss_fn = self._loss_fn()
         log = lambda message: print(f"[{type(self).__name__}] {message}")  # noqa: E731
 
+        auto_alpha = isinstance(self.alpha, str)
+        alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
         if solver == "varpro":
             history = fit_variable_projection(
                 rff, X_t, y_t, X_v, y_v,
-                alpha=self.alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
+                alpha=alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
                 tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
                 verbose=self.verbose, log=log,
             )
             with torch.no_grad():
-                beta, c = ridge_solve(rff(X_t), y_t, self.alpha)
+                if auto_alpha:  # chosen again on all training data with the final relevances
+                    alpha, beta, c, _ = select_ridge_alpha(rff(X_t), y_t, None if X_v is None else rff(X_v), y_v)
+                else:
+                    beta, c = ridge_solve(rff(X_t), y_t, alpha)
                 model.first_linear.weight.copy_(beta.reshape(n_outputs, -1))
                 model.first_linear.bias.copy_(c.reshape(n_outputs))
                 if X_v is not None:
@@ -229,7 +238,7 @@ class _BaseRFFNet(BaseEstimator):
         else:
             history = fit_alternating_adam(
                 model, loss_fn, X_t, y_t, X_v, y_v,
-                alpha=self.alpha, learning_rate=self.learning_rate, batch_size=self.batch_size,
+                alpha=alpha, learning_rate=self.learning_rate, batch_size=self.batch_size,
                 max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change if self.early_stopping else None,
                 tol=self.tol, generator=generator, penalised=[model.first_linear.weight],
                 relevances=rff.relevances, relevance_penalty=self.relevance_penalty,
@@ -251,6 +260,7 @@ class _BaseRFFNet(BaseEstimator):
         self.model_ = model.to("cpu").double()
         self._device = device
         self.solver_ = solver
+        self.alpha_ = alpha
         self.n_random_features_ = n_components
         self.relevances_ = to_numpy(rff.relevances).astype(np.float64)
         peak = np.max(np.abs(self.relevances_))
@@ -310,8 +320,15 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the training size after the validation split (Li et al., 2018), capped at 4,000.
     kernel : {'gaussian', 'laplacian', 'cauchy'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; see :mod:`rffkit.kernels`.
-    alpha : float, default=1e-4
-        Ridge penalty ``alpha ||beta||^2`` (target in standard units).
+    alpha : float or 'auto', default='auto'
+        Ridge penalty ``alpha ||beta||^2`` (target in standard units). 'auto' with
+        the 'varpro' solver learns the relevances at 1e-4 and then chooses the
+        penalty of the final fit on all training data from half-decades 1e-8 ... 1 by
+        the validation MSE (GCV without ``early_stopping``), all from one
+        eigendecomposition of the feature Gram matrix. (Choosing it during the
+        relevance search too picked heavy smoothing at the initial relevances and
+        lost relevant features on SE1.) With 'adam' 'auto' means 1e-4. The value
+        used is ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
         §3.5), applied by its proximal step ('adam') or as bound-constrained L-BFGS-B
@@ -355,6 +372,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
     n_random_features_ : int
     solver_ : str
         The solver used.
+    alpha_ : float
+        The ridge penalty used (the one chosen when ``alpha='auto'``).
     n_iter_ : int
     loss_curve_ : ndarray
         Training objective per epoch ('adam') or L-BFGS iteration ('varpro').
