@@ -17,6 +17,7 @@ START, END = "<!-- results:start -->", "<!-- results:end -->"
 # (results file, script that writes it); the first heading and first table are shown
 SECTIONS = [
     ("rffnet_se.md", "bench_rffnet_se.py"),
+    ("se1_landscape.md", "bench_se1_landscape.py"),
     ("srff_tables.md", "bench_srff_tables.py"),
     ("rffnet_table2.md", "bench_rffnet_table2.py"),
     ("ablation.md", "bench_ablation.py"),
