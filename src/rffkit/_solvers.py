@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ._ridge_path import RidgeSpectrum, gcv_path, ridge_coefficients
+
 __all__ = [
     "FitHistory",
     "ridge_solve",
@@ -97,48 +99,46 @@ ALPHA_GRID = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
 def select_ridge_alpha(Z, y, Z_val=None, y_val=None, alphas=ALPHA_GRID):
     """Ridge fits of ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` for every alpha.
 
-    One symmetric eigendecomposition ``G = V diag(e) V^T`` of the centred Gram matrix
-    ``G = Zc^T Zc / n`` gives every fit, ``beta(alpha) = V diag(1 / (e + alpha)) V^T
-    Zc^T y / n``, for ``O(s^2)`` per alpha after the ``O(n s^2 + s^3)`` set-up. The
-    best alpha minimises the mean squared error on ``(Z_val, y_val)`` or, without a
-    validation set, the GCV score ``mse / (1 - df / n)^2`` with ``df = sum e / (e +
-    alpha)``. Ties go to the largest alpha. ``y`` has shape (n, k); returns ``(alpha,
-    beta, c, score)`` with ``beta, c`` in the dtype of ``Z``.
+    One eigendecomposition of the centred Gram matrix serves the whole grid (the path
+    of :mod:`rffkit._ridge_path`, which works on the sum of squares, hence the
+    penalties ``n alpha``). The best alpha minimises the mean squared error on
+    ``(Z_val, y_val)`` or, without a validation set, the GCV score of
+    :func:`gcv_objective`. Ties go to the largest alpha. ``y`` has shape (n, k) or
+    (n,); returns ``(alpha, beta, c, score)`` with ``beta, c`` in the dtype of ``Z``.
     """
     n = Z.shape[0]
     squeeze = y.ndim == 1
     y = y.reshape(n, -1)
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    Zc = Z - z_mean
-    yc = (y - y_mean).double()
-    eigenvalues, V = torch.linalg.eigh((Zc.T @ Zc).double() / n)
-    eigenvalues = eigenvalues.clamp_min(0.0)
-    projected = V.T @ ((Zc.T @ (y - y_mean)).double() / n)  # (s, k)
-    if Z_val is not None:
-        P = (Z_val - z_mean).double() @ V
-        target = (y_val.reshape(y_val.shape[0], -1) - y_mean).double()
+    Zc, yc = Z - z_mean, y - y_mean
+    # the n s^2 products run in the dtype of Z, the s x s eigendecomposition in float64
+    eigenvalues, V = torch.linalg.eigh((Zc.T @ Zc).double())
+    spectrum = RidgeSpectrum(
+        form="primal",
+        eigenvalues=eigenvalues.clamp_min(0.0),
+        eigenvectors=V,
+        projections=V.T @ (Zc.T @ yc).double(),
+        y_norm2=(yc.double() ** 2).sum(dim=0),
+        n_samples=n,
+        intercept=False,  # centred here; like gcv_objective, df does not count the intercept
+        feature_mean=z_mean.cpu().numpy(),
+        target_mean=y_mean.cpu().numpy(),
+    )
+    penalties = [n * alpha for alpha in alphas]
+    if Z_val is None:
+        scores = gcv_path(spectrum, penalties).mean(dim=1).tolist()
     else:
-        total = (yc * yc).sum(dim=0) / n
-    best = (math.inf, None, None)
-    for alpha in sorted(alphas, reverse=True):
-        coef = projected / (eigenvalues + alpha).unsqueeze(-1)
-        if Z_val is not None:
-            score = float(((P @ coef - target) ** 2).mean())
-        else:
-            mse = total - 2.0 * (projected * coef).sum(dim=0) + (eigenvalues.unsqueeze(-1) * coef * coef).sum(dim=0)
-            df = float((eigenvalues / (eigenvalues + alpha)).sum())
-            score = float(mse.mean()) / max(1.0 - df / n, 1e-12) ** 2
-        if score < best[0]:
-            best = (score, alpha, coef)
-    score, alpha, coef = best
-    if alpha is None:  # every score non-finite: fall back on the largest alpha
-        alpha = max(alphas)
-        coef = projected / (eigenvalues + alpha).unsqueeze(-1)
-    beta = (V @ coef).to(Z.dtype)
+        Zv = (Z_val - z_mean).double()
+        target = (y_val.reshape(Z_val.shape[0], -1) - y_mean).double()
+        scores = [float(((Zv @ ridge_coefficients(spectrum, a) - target) ** 2).mean()) for a in penalties]
+    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
+    # every score non-finite: fall back on the largest alpha
+    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    beta = ridge_coefficients(spectrum, penalties[best]).to(Z.dtype)
     c = y_mean - z_mean @ beta
     if squeeze:
         beta, c = beta[:, 0], c[0]
-    return alpha, beta, c, score
+    return alphas[best], beta, c, scores[best]
 
 
 def _batches(n, batch_size, generator, device):
