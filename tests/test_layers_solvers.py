@@ -5,7 +5,16 @@ import pytest
 import torch
 from sklearn.linear_model import Ridge
 
-from rffkit._solvers import _schedule, default_n_features, gcv_objective, ridge_solve, select_ridge_alpha
+from rffkit._solvers import (
+    _schedule,
+    default_n_features,
+    fit_ridge_head,
+    gcv_objective,
+    relevance_groups,
+    rescale_relevance_groups,
+    ridge_solve,
+    select_ridge_alpha,
+)
 from rffkit.kernels import kernel_matrix
 from rffkit.layers import ARDRandomFourierFeatures
 
@@ -93,3 +102,58 @@ def test_default_features_and_schedule():
     stages = _schedule(45_000, 2272)
     assert stages[0] == (2000, default_n_features(2000)) and stages[-1] == (45_000, 2272)
     assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
+
+
+def test_relevance_groups_runs_then_weakest_sets():
+    # SE1-like: x7-x9 strong, x1 and x3 weaker and apart, irrelevant features below 10%
+    lam = np.array([0.23, 0.07, -0.45, 0.1, 0.07, 0.04, 0.89, 1.08, 1.01, 0.0])
+    assert relevance_groups(lam) == [[7, 8, 6], [2], [0], [2, 0], [6, 2, 0], [8, 6, 2, 0]]
+    assert relevance_groups(lam, max_groups=2) == [[7, 8, 6], [2]]
+    # one run of equal values: the weakest sets repeat no run
+    assert relevance_groups(np.array([1.0, 1.0, 0.01])) == [[0, 1]]
+    assert relevance_groups(np.zeros(3)) == [] and relevance_groups(np.array([2.0])) == [[0]]
+
+
+def _plateau_problem(frequency, n=4000, n_val=1000):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n + n_val, 4))
+    y = np.sin(frequency * (X[:, 0] + X[:, 1])) + 0.1 * rng.normal(size=n + n_val)
+    layer = ARDRandomFourierFeatures.from_kernel(
+        4, 300, relevance=[0.2, 0.2, 0.0, 0.0], random_state=0, dtype=torch.float64
+    )
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    return layer, as_t(X[:n]), as_t(y[:n, None]), as_t(X[n:]), as_t(y[n:, None])
+
+
+@pytest.mark.parametrize("validation", [True, False])
+def test_rescale_relevance_groups_leaves_a_too_smooth_plateau(validation):
+    """sin(3 (x0 + x1)) is noise to a kernel at relevance 0.2: the group must sharpen."""
+    layer, X, y, X_val, y_val = _plateau_problem(3.0)
+    if not validation:
+        X_val = y_val = None
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
+    new = rescale_relevance_groups(
+        layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
+        generator=torch.Generator().manual_seed(0),
+    )
+    lam = layer.relevances.detach().numpy()
+    assert lam[0] == lam[1] and lam[0] in (0.5, 1.0)  # 2.5 or 5 times the group's 0.2
+    assert np.all(lam[2:] == 0.0)
+    assert new[3] < 0.8 * head[3]
+    with torch.no_grad():  # the returned head is the ridge fit at the kept relevances
+        reference = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
+    np.testing.assert_allclose(new[1].numpy(), reference[1].numpy())
+
+
+def test_rescale_relevance_groups_keeps_relevances_that_are_right():
+    """A slowly varying target: sharper relevances validate worse, nothing changes."""
+    layer, X, y, X_val, y_val = _plateau_problem(0.3)
+    before = layer.relevances.detach().clone()
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    new = rescale_relevance_groups(
+        layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert new is head and torch.equal(layer.relevances.detach(), before)

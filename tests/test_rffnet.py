@@ -87,6 +87,22 @@ def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
         RFFNetRegressor(alpha="gcv").fit(X_OK, Y_OK)
 
 
+def test_rescale_groups_escapes_a_too_smooth_search():
+    """On sin(1.25 (x0 + x1)^2) the search stops too smooth; rescaling the pair fixes it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 5))
+    y = np.sin(1.25 * (X[:, 0] + X[:, 1]) ** 2) + 0.05 * rng.normal(size=4000)
+    params = dict(random_state=0, max_iter=3, n_random_features=400)
+    plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
+    model = RFFNetRegressor(**params).fit(X[:3000], y[:3000])
+    lam, lam_plain = np.abs(model.relevances_), np.abs(plain.relevances_)
+    assert lam[0] == lam[1] and lam[0] >= 2.5 * lam_plain[:2].max() - 1e-9
+    np.testing.assert_array_equal(lam[2:], lam_plain[2:])  # only the group moved
+    mse = lambda m: np.mean((m.predict(X[3000:]) - y[3000:]) ** 2)  # noqa: E731
+    assert model.best_validation_loss_ < 0.8 * plain.best_validation_loss_
+    assert mse(model) < 0.8 * mse(plain)  # on fresh data too, not luck on the split
+
+
 def test_adam_solver_learns():
     """Algorithm 1 (alternating Adam) fits an easy ARD problem and ranks its feature."""
     X, y = make_jordan_se1(2000, random_state=0)

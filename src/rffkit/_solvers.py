@@ -34,6 +34,9 @@ __all__ = [
     "select_ridge_alpha",
     "fit_alternating_adam",
     "fit_variable_projection",
+    "relevance_groups",
+    "rescale_relevance_groups",
+    "fit_ridge_head",
     "default_n_features",
 ]
 
@@ -441,3 +444,140 @@ def fit_variable_projection(
         layer.load_state_dict(history.state)  # the next stage starts from the best so far
     history.n_iter = tracker["iterations"]
     return history
+
+
+@torch.no_grad()
+def fit_ridge_head(Z, y, Z_val, y_val, alpha):
+    """Ridge head on ``Z`` and its score: ``(alpha, beta, c, score)``.
+
+    ``alpha='auto'`` chooses the penalty with :func:`select_ridge_alpha`; a number is
+    used as given. The score is the MSE on ``(Z_val, y_val)``, or the GCV score
+    without a validation split.
+    """
+    if isinstance(alpha, str):
+        return select_ridge_alpha(Z, y, Z_val, y_val)
+    if Z_val is None:
+        score, beta, c = gcv_objective(Z, y, alpha)
+        return alpha, beta, c, float(score)
+    beta, c = ridge_solve(Z, y, alpha)
+    residual = Z_val @ beta + c - y_val
+    return alpha, beta, c, float((residual * residual).mean())
+
+
+def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
+    """Sets of relevant features to rescale together, as lists of indices.
+
+    The features whose ``|relevance|`` is at least ``floor`` times the largest count
+    as relevant. Two kinds of set are returned, without repeats and at most
+    ``max_groups`` of them: runs of similar magnitude (the sorted magnitudes cut
+    wherever one is more than ``gap`` times the next), because features that act
+    together, like x1 and x3 in SE1's ``sin((x1 + x3)^2)``, end a gradient search with
+    similar relevances; and the weakest ``k`` relevant features for ``k >= 2``, because
+    partners can also end apart (0.23 and 0.45 on one SE1 draw), and the features
+    the search left smoothest are the ones a too-smooth plateau holds back.
+    """
+    magnitude = np.abs(np.asarray(relevances, dtype=np.float64))
+    top = magnitude.max(initial=0.0)
+    if not top > 0:
+        return []
+    order = [int(i) for i in np.argsort(-magnitude, kind="stable") if magnitude[i] >= floor * top]
+    runs, current = [], [order[0]]
+    for previous, index in zip(order[:-1], order[1:]):
+        if magnitude[previous] > gap * magnitude[index]:
+            runs.append(current)
+            current = []
+        current.append(index)
+    runs.append(current)
+    weakest = [order[-k:] for k in range(2, len(order))]
+    groups = []
+    for group in runs + weakest:
+        if sorted(group) not in [sorted(g) for g in groups]:
+            groups.append(group)
+    return groups[:max_groups]
+
+
+#: Multipliers tried on each relevance group by :func:`rescale_relevance_groups`.
+RESCALE_FACTORS = (2.5, 5.0)
+
+
+@torch.no_grad()
+def rescale_relevance_groups(
+    layer, X, y, X_val, y_val, head, *, search_alpha, head_alpha, generator,
+    screen_rows=8_000, factors=RESCALE_FACTORS, margin=0.01,
+):
+    """Escape a too-smooth plateau of the relevance search by rescaling groups.
+
+    A gradient search from small relevances can stop on a plateau where the kernel is
+    too smooth to resolve a fast-varying component, which it then treats as noise: on
+    SE1 the factor ``sin((x1 + x3)^2)`` is invisible below relevance ~1 on x1 and x3,
+    the validation error is flat there, and it falls by a sixth at 2.5
+    (``benchmarks/results/se1_landscape.md``). No local move sees that, and moving one
+    feature alone does not help when features act together. So each set of
+    :func:`relevance_groups` in turn is set to ``factor`` times its largest relevance,
+    for each of ``factors``.
+
+    The candidates are screened with all ``layer.n_components`` features (the smooth
+    model wins with few of them, which is how the coarse-to-fine search gets there)
+    on ``screen_rows`` training rows: validation MSE of the ridge fit at
+    ``search_alpha`` (GCV without a validation split). The best, if it beats the
+    current relevances by ``margin``, is confirmed with the head refitted on all of
+    ``X`` at ``head_alpha``: with a validation split it must lower the validation
+    squared error by more than two standard errors of the paired per-sample
+    differences (a small validation split must not pick a model by luck); without one,
+    its GCV score must be lower by ``margin``.
+
+    Parameters
+    ----------
+    layer : ARDRandomFourierFeatures
+        Its relevances are those of the search; replaced only by a confirmed candidate.
+    X, y, X_val, y_val : Tensor
+        Training and validation data (``X_val`` may be None).
+    head : tuple
+        ``(alpha, beta, c, score)`` of :func:`fit_ridge_head` at the current relevances.
+    search_alpha, head_alpha : float or 'auto'
+        Penalties of the screening fits and of the head.
+    generator : torch.Generator
+        Draws the screening rows.
+
+    Returns
+    -------
+    head : tuple
+        The head of the kept relevances: the given one, or the candidate's.
+    """
+    lam = layer.relevances
+    groups = relevance_groups(lam.detach().cpu().numpy())
+    if not groups:
+        return head
+    n_train = X.shape[0]
+    idx = torch.randperm(n_train, generator=generator)[: min(screen_rows, n_train)].to(X.device)
+    Xs, ys = X[idx], y[idx]
+
+    def screen(values):
+        lam.copy_(values)
+        return fit_ridge_head(layer(Xs), ys, None if X_val is None else layer(X_val), y_val, search_alpha)[3]
+
+    start = lam.detach().clone()
+    best_score, best = screen(start), None
+    for group in groups:
+        for factor in factors:
+            candidate = start.clone()
+            candidate[group] = factor * start[group].abs().max()
+            value = screen(candidate)
+            if value < best_score * (1.0 - margin):
+                best_score, best = value, candidate
+    if best is None:
+        lam.copy_(start)
+        return head
+    lam.copy_(best)
+    Z_val = None if X_val is None else layer(X_val)
+    new_head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha)
+    if X_val is None:
+        accepted = new_head[3] < head[3] * (1.0 - margin)
+    else:
+        new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
+        lam.copy_(start)
+        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
+        gain = (old_loss - new_loss).double()
+        accepted = bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0]))
+    lam.copy_(best if accepted else start)
+    return new_head if accepted else head
