@@ -250,6 +250,19 @@ def write(rows, args, notes):
     return text
 
 
+def _read_rows(stem):
+    """Rows of an earlier run's CSV, typed as :func:`run` returns them."""
+    rows = []
+    with open(RESULTS / f"{stem}.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            row["seed"], row["n_fit"] = int(row["seed"]), int(row["n_fit"])
+            for key in ("fit_s", "peak_mb", "val_mse", "test_mse"):
+                row[key] = float(row[key])
+            row["support_found"] = {"True": True, "False": False}.get(row["support_found"], "")
+            rows.append(row)
+    return rows
+
+
 def tune(args):
     """RFFNet+ grid on seed 0: validation MSE decides; the test MSE is recorded, never used."""
     rows = []
@@ -288,6 +301,8 @@ def main():
     parser.add_argument("--budget-minutes", type=float, default=None,
                         help="start no new fit after this many minutes (the tables say which fits ran)")
     parser.add_argument("--note", action="append", default=[], help="extra note line for the markdown")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the rows of the existing CSV and replace only those this run refits")
     parser.add_argument("--tune", action="store_true",
                         help="instead: RFFNet+ validation grid on seed 0, written to rffnet_table2.tuning.csv")
     parser.add_argument("--tune-learning-rates", nargs="+", type=float, default=[1e-3, 3e-3, 1e-2])
@@ -333,7 +348,7 @@ def main():
                 "environment's scipy; installed with --no-deps into a side directory on PYTHONPATH for this "
                 "benchmark only; not an rffkit dependency)."
             )
-    rows, started, skipped = [], time.perf_counter(), []
+    rows, started, skipped = (_read_rows(args.output) if args.update else []), time.perf_counter(), []
     for seed in range(args.first_seed, args.seeds):
         for problem in args.problems:
             for method in methods:
@@ -343,6 +358,7 @@ def main():
                     skipped.append(f"{problem}/{method}/seed {seed}")
                     continue
                 result = run(problem, seed, args.n_train, args.n_krr, args.n_srff, method)
+                rows = [r for r in rows if (r["problem"], r["seed"], r["method"]) != (problem, seed, method)]
                 rows.append(result)
                 write(rows, args, notes)
                 print(

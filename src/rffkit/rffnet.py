@@ -44,6 +44,11 @@ _SEED_BOUND = 2**31 - 1
 #: ``alpha='auto'`` for the Adam solver (and the classifier), where no closed-form
 #: ridge path exists to choose it from.
 DEFAULT_ALPHA = 1e-4
+#: ``alpha='auto'`` with 'varpro': when the search at ``DEFAULT_ALPHA`` leaves more than
+#: ``FALLBACK_UNEXPLAINED`` of the validation variance unexplained, it is run again with
+#: the ridge penalty at ``FALLBACK_ALPHA`` and the better of the two is kept.
+FALLBACK_UNEXPLAINED = 0.95
+FALLBACK_ALPHA = 1.0
 
 
 class _RFFNetModule(nn.Module):
@@ -221,16 +226,36 @@ class _BaseRFFNet(BaseEstimator):
         auto_alpha = isinstance(self.alpha, str)
         alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
         if solver == "varpro":
-            history = fit_variable_projection(
-                rff, X_t, y_t, X_v, y_v,
-                alpha=alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
-                tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
-                verbose=self.verbose, log=log,
-            )
+            # 'auto': the head's penalty is chosen again on all training data with the final relevances
+            head_alpha = "auto" if auto_alpha else alpha
+            features_val = lambda: None if X_v is None else rff(X_v)  # noqa: E731
+            initial = rff.relevances.detach().clone()
+
+            def search(search_alpha):
+                with torch.no_grad():
+                    rff.relevances.copy_(initial)
+                history = fit_variable_projection(
+                    rff, X_t, y_t, X_v, y_v,
+                    alpha=search_alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
+                    tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
+                    verbose=self.verbose, log=log,
+                )
+                with torch.no_grad():
+                    head = fit_ridge_head(rff(X_t), y_t, features_val(), y_v, head_alpha)
+                return history, head, rff.relevances.detach().clone()
+
+            history, head, found = search(alpha)
+            if auto_alpha and X_v is not None:
+                # With many relevances per training row the search can fit its own
+                # criterion instead of the signal (SE3: p = 1000, 900 rows); a strong
+                # ridge penalty during the search prevents that.
+                null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
+                if head[3] > FALLBACK_UNEXPLAINED * null_score:
+                    retry = search(FALLBACK_ALPHA)
+                    if retry[1][3] < head[3]:
+                        (history, head, found), alpha = retry, FALLBACK_ALPHA
             with torch.no_grad():
-                # 'auto': the penalty is chosen again on all training data with the final relevances
-                head_alpha = "auto" if auto_alpha else alpha
-                head = fit_ridge_head(rff(X_t), y_t, None if X_v is None else rff(X_v), y_v, head_alpha)
+                rff.relevances.copy_(found)
                 if self.rescale_groups:
                     head = rescale_relevance_groups(
                         rff, X_t, y_t, X_v, y_v, head,
@@ -335,8 +360,12 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the validation MSE (GCV without ``early_stopping``), all from one
         eigendecomposition of the feature Gram matrix. (Choosing it during the
         relevance search too picked heavy smoothing at the initial relevances and
-        lost relevant features on SE1.) With 'adam' 'auto' means 1e-4. The value
-        used is ``alpha_``.
+        lost relevant features on SE1.) If that model leaves over 95% of the
+        validation variance unexplained, the search is run again at 1 and the
+        better of the two kept: with many relevances per training row (SE3,
+        p = 1000 at n = 1,000) a weakly penalised search fits its own criterion
+        and learns nothing. With 'adam' 'auto' means 1e-4. The value used is
+        ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
         §3.5), applied by its proximal step ('adam') or as bound-constrained L-BFGS-B
