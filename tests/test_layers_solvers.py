@@ -10,6 +10,7 @@ from rffkit._solvers import (
     default_n_features,
     fit_ridge_head,
     gcv_objective,
+    marginal_r2,
     relevance_groups,
     rescale_relevance_groups,
     ridge_solve,
@@ -157,3 +158,16 @@ def test_rescale_relevance_groups_keeps_relevances_that_are_right():
         generator=torch.Generator().manual_seed(0),
     )
     assert new is head and torch.equal(layer.relevances.detach(), before)
+
+
+def test_marginal_r2_matches_one_polynomial_fit_per_feature():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 5))
+    X[:, 4] = 2.0  # constant column: explains nothing
+    y = X[:, 0] ** 2 - X[:, 1] + 0.3 * rng.normal(size=400)
+    r2 = marginal_r2(torch.as_tensor(X), torch.as_tensor(y[:, None])).numpy()
+    for j in range(4):
+        design = np.column_stack([np.ones(400), X[:, j], X[:, j] ** 2, X[:, j] ** 3])
+        residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+        np.testing.assert_allclose(r2[j], 1.0 - residual @ residual / np.sum((y - y.mean()) ** 2), atol=1e-10)
+    assert r2[4] == 0.0 and r2[0] > 0.5 and r2[2] < 0.05

@@ -37,6 +37,7 @@ __all__ = [
     "relevance_groups",
     "rescale_relevance_groups",
     "fit_ridge_head",
+    "marginal_r2",
     "default_n_features",
 ]
 
@@ -581,3 +582,28 @@ def rescale_relevance_groups(
         accepted = bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0]))
     lam.copy_(best if accepted else start)
     return new_head if accepted else head
+
+
+@torch.no_grad()
+def marginal_r2(X, y, degree=3, max_rows=5_000):
+    """R^2 of a polynomial of each single feature: a cheap marginal screen.
+
+    For every column ``x_j`` of ``X``, the least-squares fit of ``y`` (all outputs
+    pooled) on ``x_j, x_j^2, ..., x_j^degree`` plus an intercept, from its own
+    ``degree x degree`` normal equations, all columns at once; at most ``max_rows``
+    (the first) rows are used. It sees main effects, monotone or U-shaped, and is
+    blind to pure interactions (SE1's ``sin(x7 x8 x9)``), so it serves only as a
+    starting point, never as a ranking. Returns a tensor of shape (n_features,).
+    """
+    X, y = X[:max_rows].double(), y[:max_rows].double().reshape(min(max_rows, X.shape[0]), -1)
+    powers = torch.stack([X ** k for k in range(1, degree + 1)], dim=2)  # (n, p, degree)
+    powers = powers - powers.mean(dim=0)
+    yc = y - y.mean(dim=0)
+    gram = torch.einsum("npa,npb->pab", powers, powers)
+    # a tiny ridge keeps constant (all-zero after centring) columns solvable: they explain 0
+    ridge = 1e-10 * (gram.diagonal(dim1=1, dim2=2).sum(dim=1) + 1.0)
+    gram = gram + ridge[:, None, None] * torch.eye(degree, dtype=gram.dtype, device=gram.device)
+    rhs = torch.einsum("npa,nk->pak", powers, yc)
+    coef = torch.linalg.solve(gram, rhs)
+    explained = (coef * rhs).sum(dim=(1, 2))
+    return (explained / (yc * yc).sum().clamp_min(1e-300)).clamp(0.0, 1.0)

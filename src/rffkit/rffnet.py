@@ -32,6 +32,7 @@ from ._solvers import (
     fit_alternating_adam,
     fit_ridge_head,
     fit_variable_projection,
+    marginal_r2,
     rescale_relevance_groups,
 )
 from ._validation import as_tensor, resolve_device, to_numpy, torch_generator
@@ -231,9 +232,9 @@ class _BaseRFFNet(BaseEstimator):
             features_val = lambda: None if X_v is None else rff(X_v)  # noqa: E731
             initial = rff.relevances.detach().clone()
 
-            def search(search_alpha):
+            def search(search_alpha, start):
                 with torch.no_grad():
-                    rff.relevances.copy_(initial)
+                    rff.relevances.copy_(start)
                 history = fit_variable_projection(
                     rff, X_t, y_t, X_v, y_v,
                     alpha=search_alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
@@ -244,16 +245,21 @@ class _BaseRFFNet(BaseEstimator):
                     head = fit_ridge_head(rff(X_t), y_t, features_val(), y_v, head_alpha)
                 return history, head, rff.relevances.detach().clone()
 
-            history, head, found = search(alpha)
+            history, head, found = search(alpha, initial)
             if auto_alpha and X_v is not None:
                 # With many relevances per training row the search can fit its own
                 # criterion instead of the signal (SE3: p = 1000, 900 rows); a strong
                 # ridge penalty during the search prevents that.
                 null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
                 if head[3] > FALLBACK_UNEXPLAINED * null_score:
-                    retry = search(FALLBACK_ALPHA)
-                    if retry[1][3] < head[3]:
-                        (history, head, found), alpha = retry, FALLBACK_ALPHA
+                    # ... and a start where the features with a marginal effect stand out
+                    # (the uniform start hides 10 relevant among 1000 features)
+                    screened = marginal_r2(X_t, y_t).sqrt().to(initial.dtype)
+                    screened *= initial.norm() / screened.norm().clamp_min(1e-12)
+                    for start in (initial, screened):
+                        retry = search(FALLBACK_ALPHA, start)
+                        if retry[1][3] < head[3]:
+                            (history, head, found), alpha = retry, FALLBACK_ALPHA
             with torch.no_grad():
                 rff.relevances.copy_(found)
                 if self.rescale_groups:
@@ -361,10 +367,12 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         eigendecomposition of the feature Gram matrix. (Choosing it during the
         relevance search too picked heavy smoothing at the initial relevances and
         lost relevant features on SE1.) If that model leaves over 95% of the
-        validation variance unexplained, the search is run again at 1 and the
-        better of the two kept: with many relevances per training row (SE3,
-        p = 1000 at n = 1,000) a weakly penalised search fits its own criterion
-        and learns nothing. With 'adam' 'auto' means 1e-4. The value used is
+        validation variance unexplained, the search is run again at 1, from the
+        uniform start and from one proportional to the square root of each
+        feature's marginal R^2 (a cubic in that feature alone), and the best of the
+        three kept: with many relevances per training row (SE3, p = 1000 at
+        n = 1,000) a weakly penalised search fits its own criterion and learns
+        nothing, and the uniform start hides 10 relevant features among 1000. With 'adam' 'auto' means 1e-4. The value used is
         ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
