@@ -303,6 +303,8 @@ def main():
     parser.add_argument("--note", action="append", default=[], help="extra note line for the markdown")
     parser.add_argument("--update", action="store_true",
                         help="keep the rows of the existing CSV and replace only those this run refits")
+    parser.add_argument("--markdown-only", action="store_true",
+                        help="rewrite the markdown from the existing CSV (with this run's notes), fit nothing")
     parser.add_argument("--tune", action="store_true",
                         help="instead: RFFNet+ validation grid on seed 0, written to rffnet_table2.tuning.csv")
     parser.add_argument("--tune-learning-rates", nargs="+", type=float, default=[1e-3, 3e-3, 1e-2])
@@ -334,6 +336,9 @@ def main():
         "BARD: importances |coef_|; when ARD prunes every coefficient the top-5 column shows ties (0 1 2 3 4).",
         *args.note,
     ]
+    if args.markdown_only:
+        print(write(_read_rows(args.output), args, notes))
+        return
     methods = list(args.methods)
     if "gam" in methods:
         problem = _gam_available()
