@@ -292,7 +292,11 @@ def gcv_objective(Z, y, alpha):
     return score.to(Z.dtype), beta, y_mean - z_mean @ beta
 
 
-def _schedule(n_train, n_components, first=2000, factor=4):
+#: Rows of the first (smallest) stage of the coarse-to-fine relevance search.
+FIRST_STAGE_ROWS = 2000
+
+
+def _schedule(n_train, n_components, first=FIRST_STAGE_ROWS, factor=4):
     """Nested subsample sizes and feature counts, coarse to fine, ending at full size."""
     stages, m = [], min(first, n_train)
     while True:

@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from ._solvers import (
+    FIRST_STAGE_ROWS,
     default_n_features,
     fit_alternating_adam,
     fit_ridge_head,
@@ -46,8 +47,9 @@ _SEED_BOUND = 2**31 - 1
 #: ridge path exists to choose it from.
 DEFAULT_ALPHA = 1e-4
 #: ``alpha='auto'`` with 'varpro': when the search at ``DEFAULT_ALPHA`` leaves more than
-#: ``FALLBACK_UNEXPLAINED`` of the validation variance unexplained, it is run again with
-#: the ridge penalty at ``FALLBACK_ALPHA`` and the better of the two is kept.
+#: ``FALLBACK_UNEXPLAINED`` of the validation variance unexplained, or the training split
+#: has at most ``FIRST_STAGE_ROWS`` rows, it is run again with the ridge penalty at
+#: ``FALLBACK_ALPHA`` (from two starts) and the best is kept.
 FALLBACK_UNEXPLAINED = 0.95
 FALLBACK_ALPHA = 1.0
 
@@ -250,8 +252,12 @@ class _BaseRFFNet(BaseEstimator):
                 # With many relevances per training row the search can fit its own
                 # criterion instead of the signal (SE3: p = 1000, 900 rows); a strong
                 # ridge penalty during the search prevents that.
+                # On at most FIRST_STAGE_ROWS rows the search is one cheap stage, and
+                # the stronger penalty often wins there (SE2 at n = 1,000), so both
+                # are always tried.
                 null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
-                if head[3] > FALLBACK_UNEXPLAINED * null_score:
+                small = X_t.shape[0] <= FIRST_STAGE_ROWS
+                if small or head[3] > FALLBACK_UNEXPLAINED * null_score:
                     # ... and a start where the features with a marginal effect stand out
                     # (the uniform start hides 10 relevant among 1000 features)
                     screened = marginal_r2(X_t, y_t).sqrt().to(initial.dtype)
@@ -367,7 +373,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         eigendecomposition of the feature Gram matrix. (Choosing it during the
         relevance search too picked heavy smoothing at the initial relevances and
         lost relevant features on SE1.) If that model leaves over 95% of the
-        validation variance unexplained, the search is run again at 1, from the
+        validation variance unexplained, or the training split has at most 2,000
+        rows (one cheap search stage), the search is run again at 1, from the
         uniform start and from one proportional to the square root of each
         feature's marginal R^2 (a cubic in that feature alone), and the best of the
         three kept: with many relevances per training row (SE3, p = 1000 at
