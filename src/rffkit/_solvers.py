@@ -15,6 +15,11 @@ Two solvers share one result type:
   coarse-to-fine schedule of nested subsamples (with s = floor(sqrt(m) log m) features
   at each size m, the default rule of the paper) and beta is solved on all training
   data at the end.
+
+Around the variable-projection search: :func:`fit_ridge_head` fits the final head,
+:func:`rescale_relevance_groups` tries relevance groups at larger values (a move no
+gradient step makes from a too-smooth plateau), and :func:`marginal_r2` gives a
+per-feature start for a second search when the first learns nothing.
 """
 
 from __future__ import annotations

@@ -179,6 +179,57 @@ class _BaseRFFNet(BaseEstimator):
             )
         return solver
 
+    def _fit_varpro(self, rff, X_t, y_t, X_v, y_v, auto_alpha, generator, log):
+        """Relevance search(es), then the ridge head: ``(history, alpha, beta, c)``.
+
+        The search runs at ``DEFAULT_ALPHA`` ('auto') or the given alpha. With 'auto'
+        and a validation split it is repeated at ``FALLBACK_ALPHA`` from the uniform
+        start and from a marginal screen when the first model explains under 5% of
+        the validation variance (with many relevances per training row, SE3, the
+        weakly penalised search fits its own criterion instead of the signal) or the
+        training split is one cheap search stage (the stronger penalty often wins
+        there: SE2 at n = 1,000); the best head on validation is kept. Then
+        ``rescale_groups`` may move relevance groups (:func:`rescale_relevance_groups`).
+        """
+        alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
+        head_alpha = "auto" if auto_alpha else alpha  # 'auto': chosen on all training data
+        initial = rff.relevances.detach().clone()
+
+        def search(search_alpha, start):
+            with torch.no_grad():
+                rff.relevances.copy_(start)
+            history = fit_variable_projection(
+                rff, X_t, y_t, X_v, y_v,
+                alpha=search_alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
+                tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
+                verbose=self.verbose, log=log,
+            )
+            with torch.no_grad():
+                head = fit_ridge_head(rff(X_t), y_t, None if X_v is None else rff(X_v), y_v, head_alpha)
+            return history, head, rff.relevances.detach().clone()
+
+        history, head, found = search(alpha, initial)
+        if auto_alpha and X_v is not None:
+            null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
+            if X_t.shape[0] <= FIRST_STAGE_ROWS or head[3] > FALLBACK_UNEXPLAINED * null_score:
+                # the uniform start hides 10 relevant features among SE3's 1000; one in
+                # proportion to each feature's marginal effect does not
+                screened = marginal_r2(X_t, y_t).sqrt().to(initial.dtype)
+                screened *= initial.norm() / screened.norm().clamp_min(1e-12)
+                for start in (initial, screened):
+                    retry = search(FALLBACK_ALPHA, start)
+                    if retry[1][3] < head[3]:
+                        (history, head, found), alpha = retry, FALLBACK_ALPHA
+        with torch.no_grad():
+            rff.relevances.copy_(found)
+            if self.rescale_groups:
+                head = rescale_relevance_groups(
+                    rff, X_t, y_t, X_v, y_v, head,
+                    search_alpha=alpha, head_alpha=head_alpha, generator=generator,
+                )
+        alpha, beta, c, _ = head
+        return history, alpha, beta, c
+
     def _standardise(self, X):
         return (X - self._x_mean) / self._x_scale
 
@@ -229,51 +280,8 @@ class _BaseRFFNet(BaseEstimator):
         auto_alpha = isinstance(self.alpha, str)
         alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
         if solver == "varpro":
-            # 'auto': the head's penalty is chosen again on all training data with the final relevances
-            head_alpha = "auto" if auto_alpha else alpha
-            features_val = lambda: None if X_v is None else rff(X_v)  # noqa: E731
-            initial = rff.relevances.detach().clone()
-
-            def search(search_alpha, start):
-                with torch.no_grad():
-                    rff.relevances.copy_(start)
-                history = fit_variable_projection(
-                    rff, X_t, y_t, X_v, y_v,
-                    alpha=search_alpha, max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change,
-                    tol=self.tol, generator=generator, relevance_penalty=self.relevance_penalty,
-                    verbose=self.verbose, log=log,
-                )
-                with torch.no_grad():
-                    head = fit_ridge_head(rff(X_t), y_t, features_val(), y_v, head_alpha)
-                return history, head, rff.relevances.detach().clone()
-
-            history, head, found = search(alpha, initial)
-            if auto_alpha and X_v is not None:
-                # With many relevances per training row the search can fit its own
-                # criterion instead of the signal (SE3: p = 1000, 900 rows); a strong
-                # ridge penalty during the search prevents that.
-                # On at most FIRST_STAGE_ROWS rows the search is one cheap stage, and
-                # the stronger penalty often wins there (SE2 at n = 1,000), so both
-                # are always tried.
-                null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
-                small = X_t.shape[0] <= FIRST_STAGE_ROWS
-                if small or head[3] > FALLBACK_UNEXPLAINED * null_score:
-                    # ... and a start where the features with a marginal effect stand out
-                    # (the uniform start hides 10 relevant among 1000 features)
-                    screened = marginal_r2(X_t, y_t).sqrt().to(initial.dtype)
-                    screened *= initial.norm() / screened.norm().clamp_min(1e-12)
-                    for start in (initial, screened):
-                        retry = search(FALLBACK_ALPHA, start)
-                        if retry[1][3] < head[3]:
-                            (history, head, found), alpha = retry, FALLBACK_ALPHA
+            history, alpha, beta, c = self._fit_varpro(rff, X_t, y_t, X_v, y_v, auto_alpha, generator, log)
             with torch.no_grad():
-                rff.relevances.copy_(found)
-                if self.rescale_groups:
-                    head = rescale_relevance_groups(
-                        rff, X_t, y_t, X_v, y_v, head,
-                        search_alpha=alpha, head_alpha=head_alpha, generator=generator,
-                    )
-                alpha, beta, c, _ = head
                 model.first_linear.weight.copy_(beta.reshape(n_outputs, -1))
                 model.first_linear.bias.copy_(c.reshape(n_outputs))
                 if X_v is not None:
@@ -379,8 +387,8 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         feature's marginal R^2 (a cubic in that feature alone), and the best of the
         three kept: with many relevances per training row (SE3, p = 1000 at
         n = 1,000) a weakly penalised search fits its own criterion and learns
-        nothing, and the uniform start hides 10 relevant features among 1000. With 'adam' 'auto' means 1e-4. The value used is
-        ``alpha_``.
+        nothing, and the uniform start hides 10 relevant features among 1000.
+        With 'adam' 'auto' means 1e-4. The value used is ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
         §3.5), applied by its proximal step ('adam') or as bound-constrained L-BFGS-B
