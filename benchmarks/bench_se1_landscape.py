@@ -57,7 +57,8 @@ def main():
     target = lambda y: torch.as_tensor((y - y_mean) / y_scale, dtype=torch.float32).reshape(-1, 1)  # noqa: E731
     train, val, test = standardise(X_tr), standardise(X_va), standardise(X_te)
     layer = ARDRandomFourierFeatures.from_kernel(
-        X_tr.shape[1], model.n_random_features_, random_state=args.seed, dtype=torch.float32
+        X_tr.shape[1], model.n_random_features_, random_state=args.seed, dtype=torch.float32,
+        variant=model.variant,
     )
 
     def test_mse(relevances):

@@ -20,13 +20,14 @@ from rffkit.kernels import kernel_matrix
 from rffkit.layers import ARDRandomFourierFeatures
 
 
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "cauchy"])
-def test_layer_estimates_the_ard_kernel(kernel):
+def test_layer_estimates_the_ard_kernel(kernel, variant):
     """Prop. 2: z(lambda o x)^T z(lambda o y) is unbiased for k(lambda o (x - y))."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 4))
     lam = np.array([1.5, 0.5, 0.0, -1.0])  # sign-free, a zero switches a feature off
-    layer = ARDRandomFourierFeatures.from_kernel(4, 20000, kernel, relevance=lam, random_state=1)
+    layer = ARDRandomFourierFeatures.from_kernel(4, 20000, kernel, relevance=lam, random_state=1, variant=variant)
     with torch.no_grad():
         Z = layer(torch.as_tensor(X)).numpy()
     exact = kernel_matrix(kernel, X * np.abs(lam))
@@ -42,6 +43,22 @@ def test_gradient_reaches_the_relevances_and_nested_columns():
     assert layer.relevances.grad is not None and torch.all(layer.relevances.grad != 0)
     assert torch.allclose(layer(x, 10) * np.sqrt(10 / 2), layer(x)[:, :10] * np.sqrt(50 / 2))
     assert not layer.frequencies.requires_grad and len(list(layer.parameters())) == 1
+
+
+def test_cos_sin_layer_columns_and_nesting():
+    layer = ARDRandomFourierFeatures.from_kernel(3, 7, random_state=0, variant="cos_sin")
+    assert layer.n_components == 7 and layer.frequencies.shape == (3, 4)
+    x = torch.randn(5, 3, dtype=torch.float64)
+    with torch.no_grad():
+        z, projection = layer(x), (x * layer.relevances) @ layer.frequencies
+    expected = torch.cat([torch.cos(projection), torch.sin(projection)], dim=1)[:, :7] * np.sqrt(2 / 7)
+    torch.testing.assert_close(z, expected)
+    # k columns use the first ceil(k / 2) frequencies, in both phases
+    torch.testing.assert_close(layer(x, 4), torch.cat([z[:, :2], z[:, 4:6]], dim=1) * np.sqrt(7 / 4))
+    with pytest.raises(ValueError, match="variant"):
+        ARDRandomFourierFeatures(layer.frequencies, layer.offsets, layer.relevances.detach(), variant="sin")
+    with pytest.raises(ValueError, match="n_components"):
+        ARDRandomFourierFeatures(layer.frequencies, layer.offsets, layer.relevances.detach(), "cos_sin", 9)
 
 
 def test_ridge_solve_matches_scikit_learn():

@@ -79,8 +79,9 @@ def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
 
     X, y, X_test, y_test = se1
     assert se1_model.alpha == "auto" and se1_model.alpha_ in ALPHA_GRID
-    fixed = RFFNetRegressor(random_state=0, alpha=1e-4).fit(X, y)
-    np.testing.assert_array_equal(fixed.relevances_, se1_model.relevances_)  # same relevance search
+    fixed = RFFNetRegressor(random_state=0, alpha=1e-4, rescale_groups=False).fit(X, y)
+    # 'auto' starts from the same search and only accepts what validates better: its
+    # grid holds 1e-4, the fallback searches and group rescaling must beat it
     assert se1_model.best_validation_loss_ <= fixed.best_validation_loss_ * (1 + 1e-6)
     assert RFFNetRegressor(solver="adam", max_iter=2, random_state=0).fit(X[:300], y[:300]).alpha_ == 1e-4
     with pytest.raises(ValueError, match="alpha"):
@@ -92,7 +93,7 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 5))
     y = np.sin(1.25 * (X[:, 0] + X[:, 1]) ** 2) + 0.05 * rng.normal(size=4000)
-    params = dict(random_state=0, max_iter=3, n_random_features=400)
+    params = dict(random_state=0, max_iter=3, n_random_features=400, variant="cos")
     plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
     model = RFFNetRegressor(**params).fit(X[:3000], y[:3000])
     lam, lam_plain = np.abs(model.relevances_), np.abs(plain.relevances_)

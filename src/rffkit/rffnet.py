@@ -93,6 +93,7 @@ class _BaseRFFNet(BaseEstimator):
     _parameter_constraints = {
         "n_random_features": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
+        "variant": [StrOptions({"cos", "cos_sin"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "rescale_groups": ["boolean"],
@@ -115,6 +116,7 @@ class _BaseRFFNet(BaseEstimator):
         *,
         n_random_features=None,
         kernel="gaussian",
+        variant="cos_sin",
         alpha="auto",
         relevance_penalty=0.0,
         rescale_groups=True,
@@ -133,6 +135,7 @@ class _BaseRFFNet(BaseEstimator):
     ):
         self.n_random_features = n_random_features
         self.kernel = kernel
+        self.variant = variant
         self.alpha = alpha
         self.relevance_penalty = relevance_penalty
         self.rescale_groups = rescale_groups
@@ -269,7 +272,8 @@ class _BaseRFFNet(BaseEstimator):
 
         n_components = self.n_random_features or default_n_features(len(idx_train))
         rff = ARDRandomFourierFeatures.from_kernel(
-            X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=dtype, device=device
+            X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=dtype, device=device,
+            variant=self.variant,
         )
         generator = torch_generator(torch_seed)
         with torch.random.fork_rng(devices=[]):  # nn.Linear's own init reads the global RNG
@@ -373,6 +377,10 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the training size after the validation split (Li et al., 2018), capped at 4,000.
     kernel : {'gaussian', 'laplacian', 'cauchy'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; see :mod:`rffkit.kernels`.
+    variant : {'cos', 'cos_sin'}, default='cos_sin'
+        The random-feature map: ``sqrt(2/D) cos(W^T (lambda o x) + b)`` with random
+        phases, or ``cos`` and ``sin`` of ``ceil(D/2)`` frequencies (no phases); see
+        :class:`~rffkit.layers.ARDRandomFourierFeatures`.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` (target in standard units). 'auto' with
         the 'varpro' solver learns the relevances at 1e-4 and then chooses the
