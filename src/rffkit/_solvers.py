@@ -567,6 +567,8 @@ def rescale_relevance_groups(
         return fit_ridge_head(layer(Xs), ys, None if X_val is None else layer(X_val), y_val, search_alpha)[3]
 
     start = lam.detach().clone()
+    if X_val is not None:  # per-sample validation loss of the current head, for the final test
+        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
     best_score, best = screen(start), None
     for group in groups:
         for factor in factors:
@@ -585,8 +587,6 @@ def rescale_relevance_groups(
         accepted = new_head[3] < head[3] * (1.0 - margin)
     else:
         new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
-        lam.copy_(start)
-        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
         gain = (old_loss - new_loss).double()
         accepted = bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0]))
     lam.copy_(best if accepted else start)

@@ -182,10 +182,10 @@ class _BaseRFFNet(BaseEstimator):
             )
         return solver
 
-    def _fit_varpro(self, rff, X_t, y_t, X_v, y_v, auto_alpha, generator, log):
+    def _fit_varpro(self, rff, X_t, y_t, X_v, y_v, alpha, auto_alpha, generator, log):
         """Relevance search(es), then the ridge head: ``(history, alpha, beta, c)``.
 
-        The search runs at ``DEFAULT_ALPHA`` ('auto') or the given alpha. With 'auto'
+        The search runs at ``alpha`` (``DEFAULT_ALPHA`` for 'auto'). With 'auto'
         and a validation split it is repeated at ``FALLBACK_ALPHA`` from the uniform
         start and from a marginal screen when the first model explains under 5% of
         the validation variance (with many relevances per training row, SE3, the
@@ -194,7 +194,6 @@ class _BaseRFFNet(BaseEstimator):
         there: SE2 at n = 1,000); the best head on validation is kept. Then
         ``rescale_groups`` may move relevance groups (:func:`rescale_relevance_groups`).
         """
-        alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
         head_alpha = "auto" if auto_alpha else alpha  # 'auto': chosen on all training data
         initial = rff.relevances.detach().clone()
 
@@ -284,7 +283,7 @@ class _BaseRFFNet(BaseEstimator):
         auto_alpha = isinstance(self.alpha, str)
         alpha = DEFAULT_ALPHA if auto_alpha else float(self.alpha)
         if solver == "varpro":
-            history, alpha, beta, c = self._fit_varpro(rff, X_t, y_t, X_v, y_v, auto_alpha, generator, log)
+            history, alpha, beta, c = self._fit_varpro(rff, X_t, y_t, X_v, y_v, alpha, auto_alpha, generator, log)
             with torch.no_grad():
                 model.first_linear.weight.copy_(beta.reshape(n_outputs, -1))
                 model.first_linear.bias.copy_(c.reshape(n_outputs))
