@@ -11,11 +11,13 @@ from rffkit._solvers import (
     fit_ridge_head,
     gcv_objective,
     marginal_r2,
+    refine_layer,
     relevance_groups,
-    rescale_relevance_groups,
     ridge_solve,
     select_ridge_alpha,
+    target_spectrum,
 )
+from rffkit.kernels import KERNELS
 from rffkit.kernels import kernel_matrix
 from rffkit.layers import ARDRandomFourierFeatures
 
@@ -144,37 +146,108 @@ def _plateau_problem(frequency, n=4000, n_val=1000):
 
 
 @pytest.mark.parametrize("validation", [True, False])
-def test_rescale_relevance_groups_leaves_a_too_smooth_plateau(validation):
+def test_refine_layer_rescales_a_group_off_a_too_smooth_plateau(validation):
     """sin(3 (x0 + x1)) is noise to a kernel at relevance 0.2: the group must sharpen."""
     layer, X, y, X_val, y_val = _plateau_problem(3.0)
     if not validation:
         X_val = y_val = None
+    frequencies = layer.frequencies.clone()
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
-    new = rescale_relevance_groups(
+    new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
         generator=torch.Generator().manual_seed(0),
     )
     lam = layer.relevances.detach().numpy()
     assert lam[0] == lam[1] and lam[0] in (0.5, 1.0)  # 2.5 or 5 times the group's 0.2
     assert np.all(lam[2:] == 0.0)
+    assert torch.equal(layer.frequencies, frequencies)  # no sampler: the draw stays
     assert new[3] < 0.8 * head[3]
     with torch.no_grad():  # the returned head is the ridge fit at the kept relevances
         reference = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
     np.testing.assert_allclose(new[1].numpy(), reference[1].numpy())
 
 
-def test_rescale_relevance_groups_keeps_relevances_that_are_right():
-    """A slowly varying target: sharper relevances validate worse, nothing changes."""
+def test_refine_layer_keeps_a_layer_that_is_right():
+    """A slowly varying target: sharper relevances or aligned draws validate no better."""
     layer, X, y, X_val, y_val = _plateau_problem(0.3)
-    before = layer.relevances.detach().clone()
+    before = [t.detach().clone() for t in (layer.relevances, layer.frequencies, layer.offsets)]
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
-    new = rescale_relevance_groups(
+    new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
-        generator=torch.Generator().manual_seed(0),
+        generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
     )
-    assert new is head and torch.equal(layer.relevances.detach(), before)
+    assert new is head
+    assert all(torch.equal(a, b) for a, b in zip(before, (layer.relevances, layer.frequencies, layer.offsets)))
+
+
+def test_target_spectrum_matches_the_naive_sums():
+    rng = np.random.default_rng(5)
+    X, y, W = rng.normal(size=(300, 3)), rng.normal(size=(300, 2)), rng.normal(size=(3, 7))
+    C, S = target_spectrum(torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(W), chunk=3)
+    yc = y - y.mean(axis=0)
+    for j in range(7):
+        transform = (yc * np.exp(1j * X @ W[:, j])[:, None]).sum(axis=0) / 300
+        np.testing.assert_allclose(C[j].numpy(), transform.real, atol=1e-12)
+        np.testing.assert_allclose(S[j].numpy(), transform.imag, atol=1e-12)
+
+
+def _ridge_function_problem(n=4000, n_val=1000, p=6, seed=1):
+    """log((x0 + x1 + x2)^2): varies along one direction, as SE2 does."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_val, p))
+    y = np.log(X[:, :3].sum(axis=1) ** 2) + 0.1 * rng.normal(size=n + n_val)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    return as_t(X[:n]), as_t(y[:n, None]), as_t(X[n:]), as_t(y[n:, None])
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+def test_refine_layer_aligns_frequencies_with_a_ridge_function(variant):
+    """The draw is replaced by the best-aligned part of a larger one; fresh data agrees."""
+    X, y, X_val, y_val = _ridge_function_problem()
+    relevances = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    layer = ARDRandomFourierFeatures.from_kernel(
+        6, 300, relevance=relevances, random_state=0, dtype=torch.float64, variant=variant
+    )
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    old = ARDRandomFourierFeatures.from_kernel(
+        6, 300, relevance=relevances, random_state=0, dtype=torch.float64, variant=variant
+    )
+    new = refine_layer(
+        layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
+        generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
+    )
+    assert not torch.equal(layer.frequencies, old.frequencies)
+    assert layer.frequencies.shape == old.frequencies.shape and layer.n_components == 300
+    lam = layer.relevances.detach().numpy()
+    scale = lam[0] / relevances[0]
+    assert scale in (1.0, 1.5, 2.0, 3.0) and np.allclose(lam, scale * np.array(relevances))
+    # kept frequencies lean towards the direction (1, 1, 1) of the target's variation
+    W = layer.frequencies[:3].numpy()
+    cosine = np.abs(W.sum(axis=0)) / np.sqrt(3) / np.linalg.norm(W, axis=0)
+    W_old = old.frequencies[:3].numpy()
+    assert np.median(cosine) > 1.5 * np.median(np.abs(W_old.sum(axis=0)) / np.sqrt(3) / np.linalg.norm(W_old, axis=0))
+    X_test, y_test, _, _ = _ridge_function_problem(n=3000, n_val=0, seed=2)  # fresh data
+    with torch.no_grad():
+        mse_new = float(((layer(X_test) @ new[1] + new[2] - y_test) ** 2).mean())
+        mse_old = float(((old(X_test) @ head[1] + head[2] - y_test) ** 2).mean())
+    assert new[3] < head[3] and mse_new < 0.8 * mse_old
+
+
+def test_refine_layer_does_not_align_without_a_validation_split():
+    """The selection has seen the training target: no training-set score may judge it."""
+    X, y, _, _ = _ridge_function_problem()
+    layer = ARDRandomFourierFeatures.from_kernel(6, 300, relevance=[1.0] * 3 + [0.0] * 3, random_state=0, dtype=torch.float64)
+    frequencies = layer.frequencies.clone()
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, None, None, "auto")
+    refine_layer(
+        layer, X, y, None, None, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
+        generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
+    )
+    assert torch.equal(layer.frequencies, frequencies)
 
 
 def test_marginal_r2_matches_one_polynomial_fit_per_feature():

@@ -93,7 +93,7 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 5))
     y = np.sin(1.25 * (X[:, 0] + X[:, 1]) ** 2) + 0.05 * rng.normal(size=4000)
-    params = dict(random_state=0, max_iter=3, n_random_features=400, variant="cos")
+    params = dict(random_state=0, max_iter=3, n_random_features=400, variant="cos", align_frequencies=False)
     plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
     model = RFFNetRegressor(**params).fit(X[:3000], y[:3000])
     lam, lam_plain = np.abs(model.relevances_), np.abs(plain.relevances_)
@@ -102,6 +102,28 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     mse = lambda m: np.mean((m.predict(X[3000:]) - y[3000:]) ** 2)  # noqa: E731
     assert model.best_validation_loss_ < 0.8 * plain.best_validation_loss_
     assert mse(model) < 0.8 * mse(plain)  # on fresh data too, not luck on the split
+
+
+def test_align_frequencies_fits_a_ridge_function_better():
+    """log((x0 + x1 + x2)^2) varies along one direction: aligned draws fit it better."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 8))
+    y = np.log(X[:, :3].sum(axis=1) ** 2) + 0.1 * rng.normal(size=6000)
+    params = dict(random_state=0, n_random_features=300)
+    plain = RFFNetRegressor(align_frequencies=False, **params).fit(X[:4000], y[:4000])
+    model = RFFNetRegressor(**params).fit(X[:4000], y[:4000])
+    mse = lambda m: np.mean((m.predict(X[4000:]) - y[4000:]) ** 2)  # noqa: E731
+    assert mse(model) < 0.85 * mse(plain)
+    assert set(np.argsort(-model.feature_importances_)[:3]) == {0, 1, 2}
+    assert model.n_random_features_ == 300
+    again = RFFNetRegressor(**params).fit(X[:4000], y[:4000])  # the pool is seeded too
+    np.testing.assert_array_equal(again.predict(X[4000:]), model.predict(X[4000:]))
+    # without a validation split nothing judges the selection, so it is skipped
+    no_split = dict(early_stopping=False, max_iter=5, **params)
+    np.testing.assert_array_equal(
+        RFFNetRegressor(**no_split).fit(X[:1000], y[:1000]).predict(X[4000:4100]),
+        RFFNetRegressor(align_frequencies=False, **no_split).fit(X[:1000], y[:1000]).predict(X[4000:4100]),
+    )
 
 
 def test_auto_alpha_falls_back_to_a_strong_search_penalty_on_se3():

@@ -17,8 +17,8 @@ Two solvers share one result type:
   data at the end.
 
 Around the variable-projection search: :func:`fit_ridge_head` fits the final head,
-:func:`rescale_relevance_groups` tries relevance groups at larger values (a move no
-gradient step makes from a too-smooth plateau), and :func:`marginal_r2` gives a
+:func:`refine_layer` tries moves no gradient step makes (relevance groups at
+larger values, frequencies aligned with the target), and :func:`marginal_r2` gives a
 per-feature start for a second search when the first learns nothing.
 """
 
@@ -40,8 +40,9 @@ __all__ = [
     "fit_alternating_adam",
     "fit_variable_projection",
     "relevance_groups",
-    "rescale_relevance_groups",
+    "refine_layer",
     "fit_ridge_head",
+    "target_spectrum",
     "marginal_r2",
     "default_n_features",
 ]
@@ -327,7 +328,7 @@ def fit_variable_projection(
     tol,
     generator,
     relevance_penalty=0.0,
-    flop_budget=5e11,
+    flop_budget=3e11,
     verbose=0,
     log=print,
 ):
@@ -506,81 +507,177 @@ def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
     return groups[:max_groups]
 
 
-#: Multipliers tried on each relevance group by :func:`rescale_relevance_groups`.
+@torch.no_grad()
+def target_spectrum(X, y, frequencies, *, chunk=4096):
+    """Empirical Fourier transform of the centred target at each frequency.
+
+    For every column ``w`` of ``frequencies`` returns ``(C, S)`` with
+    ``C = sum_i (y_i - ybar) cos(w^T x_i) / n`` and ``S`` the same with ``sin``, so
+    ``C^2 + S^2 = |sum_i (y_i - ybar) exp(i w^T x_i)|^2 / n^2`` is the squared
+    covariance of the pair ``(cos, sin)`` with ``y``: the alignment of the
+    random-feature kernel ``cos(w^T (x - x'))`` with the target (Cristianini et al.,
+    2002). ``y`` has shape (n, k); ``C`` and ``S`` have shape (n_frequencies, k).
+    The ``n x chunk`` projections are formed a chunk of columns at a time.
+    """
+    n = X.shape[0]
+    yc = (y - y.mean(dim=0)) / n
+    cos_sums, sin_sums = [], []
+    for block in frequencies.split(chunk, dim=1):
+        projection = X @ block
+        cos_sums.append(torch.cos(projection).T @ yc)
+        sin_sums.append(torch.sin(projection).T @ yc)
+    return torch.cat(cos_sums), torch.cat(sin_sums)
+
+
+#: Multipliers tried on each relevance group by :func:`refine_layer`.
 RESCALE_FACTORS = (2.5, 5.0)
+#: Relevance multipliers at which :func:`refine_layer` selects aligned frequencies.
+ALIGN_SCALES = (1.0, 1.5, 2.0, 3.0)
+#: Candidate frequencies drawn per frequency kept, at most (see ``flop_budget``).
+ALIGN_POOL = 64
+
+
+def _layer_state(layer):
+    return layer.frequencies, layer.offsets, layer.relevances.detach().clone()
+
+
+def _install(layer, state):
+    layer.frequencies, layer.offsets = state[0], state[1]
+    layer.relevances.copy_(state[2])
+
+
+def _rescale_candidates(layer, factors):
+    """Relevance vectors with one group of :func:`relevance_groups` set higher."""
+    start = layer.relevances.detach().clone()
+    for group in relevance_groups(start.cpu().numpy()):
+        for factor in factors:
+            candidate = start.clone()
+            candidate[group] = factor * start[group].abs().max()
+            yield (layer.frequencies, layer.offsets, candidate)
+
+
+def _aligned_candidates(layer, X, y, sample_frequencies, scales, pool, flop_budget, generator):
+    """Layers whose frequencies are the best-aligned of a larger draw, one per scale."""
+    n_features, kept = layer.frequencies.shape
+    affordable = int(flop_budget / (2.0 * X.shape[0] * n_features * kept))
+    size = max(4, min(pool, affordable)) * kept
+    rng = np.random.default_rng(int(torch.randint(2**31 - 1, (1,), generator=generator)))
+    dtype, device = layer.frequencies.dtype, layer.frequencies.device
+    draw = torch.as_tensor(sample_frequencies(rng, n_features, size), dtype=dtype, device=device)
+    if layer.variant == "cos":
+        phases = torch.as_tensor(rng.uniform(0.0, 2.0 * np.pi, size), dtype=dtype, device=device)
+    else:
+        phases = torch.zeros(size, dtype=dtype, device=device)
+    start = layer.relevances.detach().clone()
+    for scale in scales:
+        relevances = scale * start
+        cos_sums, sin_sums = target_spectrum(X * relevances, y, draw)
+        if layer.variant == "cos":  # cos(w x + b) = cos b cos(w x) - sin b sin(w x)
+            score = ((phases.cos()[:, None] * cos_sums - phases.sin()[:, None] * sin_sums) ** 2).sum(dim=1)
+        else:
+            score = (cos_sums**2 + sin_sums**2).sum(dim=1)
+        top = torch.topk(score, kept).indices
+        yield (draw[:, top].contiguous(), phases[top].contiguous(), relevances)
 
 
 @torch.no_grad()
-def rescale_relevance_groups(
+def refine_layer(
     layer, X, y, X_val, y_val, head, *, search_alpha, head_alpha, generator,
-    screen_rows=8_000, factors=RESCALE_FACTORS, margin=0.01,
+    rescale_groups=True, sample_frequencies=None, screen_rows=8_000, margin=0.01,
+    factors=RESCALE_FACTORS, scales=ALIGN_SCALES, pool=ALIGN_POOL, score_rows=2_000, flop_budget=3e10,
 ):
-    """Escape a too-smooth plateau of the relevance search by rescaling groups.
+    """Moves the relevance search cannot make, screened on a subsample, confirmed once.
 
-    A gradient search from small relevances can stop on a plateau where the kernel is
-    too smooth to resolve a fast-varying component, which it then treats as noise: on
-    SE1 the factor ``sin((x1 + x3)^2)`` is invisible below relevance ~1 on x1 and x3,
-    the validation error is flat there, and it falls by a sixth at 2.5
-    (``benchmarks/results/se1_landscape.md``). No local move sees that, and moving one
-    feature alone does not help when features act together. So each set of
-    :func:`relevance_groups` in turn is set to ``factor`` times its largest relevance,
-    for each of ``factors``.
+    **Group rescaling** (``rescale_groups``). A gradient search from small relevances
+    can stop on a plateau where the kernel is too smooth to resolve a fast-varying
+    component, which it then treats as noise: on SE1 the factor ``sin((x1 + x3)^2)``
+    is invisible below relevance ~1 on x1 and x3, the validation error is flat there,
+    and it falls by a sixth at 2.5 (``benchmarks/results/se1_landscape.md``). No local
+    move sees that, and moving one feature alone does not help when features act
+    together. So each set of :func:`relevance_groups` in turn is set to ``factor``
+    times its largest relevance, for each of ``factors``.
 
-    The candidates are screened with all ``layer.n_components`` features (the smooth
-    model wins with few of them, which is how the coarse-to-fine search gets there)
-    on ``screen_rows`` training rows: validation MSE of the ridge fit at
-    ``search_alpha`` (GCV without a validation split). The best, if it beats the
-    current relevances by ``margin``, is confirmed with the head refitted on all of
-    ``X`` at ``head_alpha``: with a validation split it must lower the validation
-    squared error by more than two standard errors of the paired per-sample
-    differences (a small validation split must not pick a model by luck); without one,
-    its GCV score must be lower by ``margin``.
+    **Aligned frequencies** (``sample_frequencies`` given, and a validation split).
+    The search leaves relevances that suit the layer's ``m`` iid draws from the
+    kernel's spectral density, most of which are wasted on a function that varies
+    along few directions: SE2's ``log((x11 + ... + x15)^2)`` varies only along the
+    sum, and a frequency with a large component across it averages the target out.
+    So ``pool * m`` candidates are drawn from the same density and, at relevances
+    ``scale * lambda`` for each of ``scales``, the ``m`` whose ``(cos, sin)`` pair
+    covaries most with the target on ``score_rows`` training rows
+    (:func:`target_spectrum`) are kept: the random-feature form of kernel-alignment
+    learning (Sinha & Duchi, 2016), with the top of the pool instead of a
+    reweighting. Larger scales give the pool the high frequencies that sharp
+    features need; the selection drops those that do not align. The pool shrinks so
+    that scoring one scale costs at most ``flop_budget`` (at least 4 candidates per
+    kept frequency). Without a validation split this move is skipped: the selection
+    has seen the training target, so no training-set score can judge it.
+
+    Every candidate is screened with all the layer's features (the smooth model wins
+    with few of them, which is how the coarse-to-fine search gets there) on
+    ``screen_rows`` training rows: validation MSE of the ridge fit at
+    ``search_alpha`` (GCV without a validation split). Group rescaling runs first
+    and the aligned frequencies are drawn at its best relevances. The best layer, if
+    it beats the starting one by ``margin``, is confirmed once with the head refitted
+    on all of ``X`` at ``head_alpha``: with a validation split it must lower the
+    validation squared error by more than two standard errors of the paired
+    per-sample differences (a small split must not pick a model by luck); without
+    one, its GCV score must be lower by ``margin``. Otherwise the layer is restored.
 
     Parameters
     ----------
     layer : ARDRandomFourierFeatures
-        Its relevances are those of the search; replaced only by a confirmed candidate.
+        Its relevances (and, for aligned frequencies, ``frequencies`` and
+        ``offsets``) are replaced only by a confirmed candidate.
     X, y, X_val, y_val : Tensor
         Training and validation data (``X_val`` may be None).
     head : tuple
-        ``(alpha, beta, c, score)`` of :func:`fit_ridge_head` at the current relevances.
+        ``(alpha, beta, c, score)`` of :func:`fit_ridge_head` for the current layer.
     search_alpha, head_alpha : float or 'auto'
         Penalties of the screening fits and of the head.
     generator : torch.Generator
-        Draws the screening rows.
+        Draws the screening rows and seeds the candidate frequencies.
+    rescale_groups : bool
+    sample_frequencies : callable or None
+        ``sample_frequencies(rng, n_features, n)``, the kernel's spectral sampler
+        (:class:`rffkit.kernels.Kernel`); None skips the aligned frequencies.
 
     Returns
     -------
     head : tuple
-        The head of the kept relevances: the given one, or the candidate's.
+        The head of the kept layer: the given one, or the candidate's.
     """
-    lam = layer.relevances
-    groups = relevance_groups(lam.detach().cpu().numpy())
-    if not groups:
-        return head
     n_train = X.shape[0]
-    idx = torch.randperm(n_train, generator=generator)[: min(screen_rows, n_train)].to(X.device)
-    Xs, ys = X[idx], y[idx]
+    rows = torch.randperm(n_train, generator=generator)[: min(max(screen_rows, score_rows), n_train)].to(X.device)
+    X_screen, y_screen = X[rows[:screen_rows]], y[rows[:screen_rows]]
 
-    def screen(values):
-        lam.copy_(values)
-        return fit_ridge_head(layer(Xs), ys, None if X_val is None else layer(X_val), y_val, search_alpha)[3]
+    def screen(state):
+        _install(layer, state)
+        Z_val = None if X_val is None else layer(X_val)
+        return fit_ridge_head(layer(X_screen), y_screen, Z_val, y_val, search_alpha)[3]
 
-    start = lam.detach().clone()
-    if X_val is not None:  # per-sample validation loss of the current head, for the final test
-        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
-    best_score, best = screen(start), None
-    for group in groups:
-        for factor in factors:
-            candidate = start.clone()
-            candidate[group] = factor * start[group].abs().max()
+    start = _layer_state(layer)
+    best, best_score = start, screen(start)
+    moves = []
+    if rescale_groups:
+        moves.append(lambda: _rescale_candidates(layer, factors))
+    if sample_frequencies is not None and X_val is not None:
+        X_score, y_score = X[rows[:score_rows]], y[rows[:score_rows]]
+        moves.append(lambda: _aligned_candidates(
+            layer, X_score, y_score, sample_frequencies, scales, pool, flop_budget, generator
+        ))
+    for move in moves:  # each move starts from the best layer so far
+        _install(layer, best)
+        for candidate in list(move()):
             value = screen(candidate)
             if value < best_score * (1.0 - margin):
-                best_score, best = value, candidate
-    if best is None:
-        lam.copy_(start)
+                best, best_score = candidate, value
+    if best is start:
+        _install(layer, start)
         return head
-    lam.copy_(best)
+    _install(layer, start)
+    old_loss = None if X_val is None else ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
+    _install(layer, best)
     Z_val = None if X_val is None else layer(X_val)
     new_head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha)
     if X_val is None:
@@ -589,7 +686,8 @@ def rescale_relevance_groups(
         new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
         gain = (old_loss - new_loss).double()
         accepted = bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0]))
-    lam.copy_(best if accepted else start)
+    if not accepted:
+        _install(layer, start)
     return new_head if accepted else head
 
 
