@@ -261,3 +261,17 @@ def test_marginal_r2_matches_one_polynomial_fit_per_feature():
         residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
         np.testing.assert_allclose(r2[j], 1.0 - residual @ residual / np.sum((y - y.mean()) ** 2), atol=1e-10)
     assert r2[4] == 0.0 and r2[0] > 0.5 and r2[2] < 0.05
+
+
+@pytest.mark.parametrize("variant, n_components", [("cos", 7), ("cos_sin", 8), ("cos_sin", 7)])
+def test_layer_without_autograd_matches_the_differentiable_path(variant, n_components):
+    """The in-place (no-grad) features equal the autograd ones bit for bit, contiguous."""
+    layer = ARDRandomFourierFeatures.from_kernel(3, n_components, relevance=[0.5, 1.0, 0.0], random_state=2, variant=variant)
+    x = torch.as_tensor(np.random.default_rng(0).normal(size=(11, 3)))
+    with torch.no_grad():
+        fast = layer(x)
+        nested = layer(x, 5)
+    slow = layer(x)
+    assert slow.requires_grad and fast.is_contiguous() and fast.shape == (11, n_components)
+    assert torch.equal(fast, slow.detach())
+    assert torch.equal(nested, layer(x, 5).detach())
