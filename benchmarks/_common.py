@@ -44,6 +44,8 @@ def code_version():
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=root,
                                capture_output=True, text=True, check=True).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError):
-        return "an unknown commit"
+        # a `git archive` snapshot has no git metadata: its runner may name the commit
+        given = os.environ.get("RFFKIT_COMMIT")
+        return f"commit {given} (a snapshot; commit named by RFFKIT_COMMIT)" if given else "an unknown commit"
     changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
     return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
