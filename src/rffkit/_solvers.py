@@ -657,27 +657,27 @@ def refine_layer(
         return fit_ridge_head(layer(X_screen), y_screen, Z_val, y_val, search_alpha)[3]
 
     start = _layer_state(layer)
+    if X_val is not None:  # per-sample validation loss of the current head, for the final test
+        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
     best, best_score = start, screen(start)
-    moves = []
-    if rescale_groups:
-        moves.append(lambda: _rescale_candidates(layer, factors))
-    if sample_frequencies is not None and X_val is not None:
-        X_score, y_score = X[rows[:score_rows]], y[rows[:score_rows]]
-        moves.append(lambda: _aligned_candidates(
-            layer, X_score, y_score, sample_frequencies, scales, pool, flop_budget, generator
-        ))
-    for move in moves:  # each move starts from the best layer so far
-        _install(layer, best)
-        for candidate in list(move()):
+
+    def consider(candidates):  # each move starts from the best layer so far
+        nonlocal best, best_score
+        for candidate in list(candidates):  # all drawn from the layer as it stands
             value = screen(candidate)
             if value < best_score * (1.0 - margin):
                 best, best_score = candidate, value
+        _install(layer, best)
+
+    if rescale_groups:
+        consider(_rescale_candidates(layer, factors))
+    if sample_frequencies is not None and X_val is not None:
+        consider(_aligned_candidates(
+            layer, X[rows[:score_rows]], y[rows[:score_rows]], sample_frequencies, scales, pool, flop_budget,
+            generator,
+        ))
     if best is start:
-        _install(layer, start)
         return head
-    _install(layer, start)
-    old_loss = None if X_val is None else ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
-    _install(layer, best)
     Z_val = None if X_val is None else layer(X_val)
     new_head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha)
     if X_val is None:
