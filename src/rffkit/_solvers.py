@@ -302,16 +302,39 @@ def gcv_objective(Z, y, alpha):
 FIRST_STAGE_ROWS = 2000
 
 
-def _schedule(n_train, n_components, first=FIRST_STAGE_ROWS, factor=4):
-    """Nested subsample sizes and feature counts, coarse to fine, ending at full size."""
-    stages, m = [], min(first, n_train)
+def _schedule(n_train, n_components, first=FIRST_STAGE_ROWS, factor=4, flop_budget=None, min_evaluations=10):
+    """Nested subsample sizes and feature counts, coarse to fine.
+
+    Without ``flop_budget`` the sizes grow by ``factor`` and end at full size. With
+    it, a stage after the first that cannot afford ``min_evaluations`` evaluations
+    (``4 m s^2`` flops each) runs on the largest subsample that can instead, or is
+    dropped when that is under 1.5 times the previous stage: a training set just
+    above the affordable size still gets a fine stage (10k rows searched on 9.4k,
+    not on the first stage's 2,000 alone).
+    """
+    features = lambda m: min(n_components, default_n_features(m))  # noqa: E731
+    sizes, m = [], min(first, n_train)
     while True:
-        stages.append((m, min(n_components, default_n_features(m))))
+        sizes.append(m)
         if m >= n_train:
             break
         m = min(n_train, m * factor)
         if n_train - m < m // 2:  # avoid a last stage barely larger than the previous
             m = n_train
+    if flop_budget is None:
+        return [(m, features(m)) for m in sizes]
+    affordable = lambda m: flop_budget / (4.0 * m * features(m) ** 2) >= min_evaluations  # noqa: E731
+    stages = [(sizes[0], features(sizes[0]))]
+    for m in sizes[1:]:
+        if not affordable(m):
+            low, high = stages[-1][0], m  # largest affordable size, by bisection
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if affordable(middle) else (low, middle)
+            if low < 1.5 * stages[-1][0]:
+                continue
+            m = low
+        stages.append((m, features(m)))
     return stages
 
 
@@ -366,8 +389,9 @@ def fit_variable_projection(
     flop_budget : float
         Floating-point operations allowed per stage. One evaluation with its gradient
         costs about ``4 m s^2``, so a stage may evaluate ``budget / (4 m s^2)`` times;
-        stages that cannot afford 10 evaluations are skipped (the caller solves beta
-        on all data at the end).
+        a stage that cannot afford 10 evaluations runs on the largest subsample that
+        can, or is skipped when that is not 1.5 times the previous stage (the caller
+        solves beta on all data at the end).
 
     Returns
     -------
@@ -383,10 +407,8 @@ def fit_variable_projection(
     history = FitHistory(state=_snapshot(layer))
     tracker = {"best": math.inf, "iterations": 0}
 
-    for stage, (m, s) in enumerate(_schedule(n_train, layer.n_components)):
+    for m, s in _schedule(n_train, layer.n_components, flop_budget=flop_budget):
         max_evaluations = int(flop_budget / (4.0 * m * s * s))
-        if max_evaluations < 10 and stage > 0:
-            continue
         idx = order[:m]
         Xs, ys = X[idx], y[idx]
         evaluated = {}
