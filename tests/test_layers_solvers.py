@@ -124,6 +124,10 @@ def test_default_features_and_schedule():
     assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
 
 
+def budget_evaluations(m, s, budget=3e11):
+    return budget / (4.0 * m * s * s)
+
+
 @pytest.mark.parametrize("n_train", [1_000, 2_700, 5_000, 9_000, 10_000, 11_000, 12_000, 45_000, 200_000])
 def test_budgeted_schedule_affords_every_fine_stage(n_train):
     budget, n_components = 3e11, default_n_features(n_train)
@@ -131,11 +135,11 @@ def test_budgeted_schedule_affords_every_fine_stage(n_train):
     unbudgeted = _schedule(n_train, n_components)
     assert stages[0] == unbudgeted[0]
     for m, s in stages[1:]:
-        assert s == min(n_components, default_n_features(m)) and budget / (4.0 * m * s * s) >= 10
+        assert s == min(n_components, default_n_features(m)) and budget_evaluations(m, s, budget) >= 10
     assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
     # stages that fit the budget are kept as they are; shrunk ones grow by 1.5x at least
     assert all(b in unbudgeted or b[0] >= 1.5 * a[0] for a, b in zip(stages, stages[1:]))
-    assert [st for st in unbudgeted[1:] if budget / (4.0 * st[0] * st[1] ** 2) >= 10] == [
+    assert [st for st in unbudgeted[1:] if budget_evaluations(*st, budget) >= 10] == [
         st for st in stages[1:] if st in unbudgeted
     ]
 
@@ -148,10 +152,6 @@ def test_budgeted_schedule_shrinks_an_unaffordable_last_stage():
     assert budget_evaluations(*stages[1]) < 11
     # 45k rows: 32k and 45k shrink to under 1.5 x 8k, so both are dropped
     assert _schedule(45_000, 2272, flop_budget=3e11) == [(2000, default_n_features(2000)), (8000, default_n_features(8000))]
-
-
-def budget_evaluations(m, s, budget=3e11):
-    return budget / (4.0 * m * s * s)
 
 
 def test_relevance_groups_runs_then_weakest_sets():

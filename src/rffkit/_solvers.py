@@ -302,6 +302,11 @@ def gcv_objective(Z, y, alpha):
 FIRST_STAGE_ROWS = 2000
 
 
+def _stage_evaluations(m, s, flop_budget):
+    """GCV evaluations (with gradient, about ``4 m s^2`` flops each) a stage can afford."""
+    return int(flop_budget / (4.0 * m * s * s))
+
+
 def _schedule(n_train, n_components, first=FIRST_STAGE_ROWS, factor=4, flop_budget=None, min_evaluations=10):
     """Nested subsample sizes and feature counts, coarse to fine.
 
@@ -323,7 +328,7 @@ def _schedule(n_train, n_components, first=FIRST_STAGE_ROWS, factor=4, flop_budg
             m = n_train
     if flop_budget is None:
         return [(m, features(m)) for m in sizes]
-    affordable = lambda m: flop_budget / (4.0 * m * features(m) ** 2) >= min_evaluations  # noqa: E731
+    affordable = lambda m: _stage_evaluations(m, features(m), flop_budget) >= min_evaluations  # noqa: E731
     stages = [(sizes[0], features(sizes[0]))]
     for m in sizes[1:]:
         if not affordable(m):
@@ -408,7 +413,7 @@ def fit_variable_projection(
     tracker = {"best": math.inf, "iterations": 0}
 
     for m, s in _schedule(n_train, layer.n_components, flop_budget=flop_budget):
-        max_evaluations = int(flop_budget / (4.0 * m * s * s))
+        max_evaluations = _stage_evaluations(m, s, flop_budget)
         idx = order[:m]
         Xs, ys = X[idx], y[idx]
         evaluated = {}
