@@ -28,8 +28,14 @@ allocations alike; spikes shorter than 10 ms can be missed, and memory the proce
 still caches from earlier fits is not counted again).
 
 Writes ``benchmarks/results/srff_tables.csv`` and ``benchmarks/results/srff_tables.md``
-(``--output`` changes the stem; ``--markdown-only`` rewrites the markdown from a CSV,
-e.g. one merged from several runs). Defaults (n = 1k, 5k for SE1/SE2 with 3 repetitions
+(``--output`` changes the stem). The tables are built up from many runs: a run merges
+its rows into the existing CSV by (problem, n, rep, method), replacing only the rows it
+refits, and records the commit that produced each row (``commit`` column; from
+``RFFKIT_COMMIT`` or ``git rev-parse``). Notes given with ``--note`` are kept in
+``<stem>.notes.json`` and printed under the table on every later run; ``--replace``
+starts a fresh CSV and notes file; ``--markdown-only`` rewrites the markdown from the
+CSV and notes, fitting nothing. The CSV is rewritten atomically after each fit, so an
+interrupted run leaves every finished row and no half-written file. Defaults (n = 1k, 5k for SE1/SE2 with 3 repetitions
 at 1k and 1 above; SE3 at n = 1k once) take about 15 minutes on one core; e.g.
 ``--sizes 1000 5000 10000 50000 --se3-sizes 1000 50000 --reps 5 --reps-large 3
 --se3-reps 3`` runs the full tables (many hours: SRFF at 50k takes tens of minutes).
@@ -40,8 +46,10 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
+import json
 import os
 import platform
+import subprocess
 import threading
 import time
 import warnings
@@ -100,6 +108,10 @@ PROTOCOL_NOTES = (
 )
 N_GRID = 50
 N_COMPONENTS = 300
+FIELDS = ["problem", "n", "rep", "seed", "method", "rmse", "seconds", "peak_mib", "alpha", "n_iter", "visited",
+          "width", "relevant_min", "relevant_max", "irrelevant_max", "top_k_hits", "top", "commit"]  # fmt: skip
+NUMERIC = ("rmse", "seconds", "peak_mib", "alpha", "visited", "width", "relevant_min", "relevant_max",
+           "irrelevant_max", "top_k_hits")  # fmt: skip
 
 
 def _release_freed_memory():
@@ -329,19 +341,92 @@ def write_markdown(rows, path, args, notes):
     path.write_text("\n".join(lines) + "\n")
 
 
-def rewrite_markdown(args):
-    """Regenerate the markdown from a CSV written earlier (e.g. after merging runs)."""
-    csv_path, md_path = RESULTS / f"{args.output}.csv", RESULTS / f"{args.output}.md"
+def current_commit():
+    """The commit being benchmarked: ``RFFKIT_COMMIT`` (for runs from a snapshot), else git's."""
+    if os.environ.get("RFFKIT_COMMIT"):
+        return os.environ["RFFKIT_COMMIT"]
+    try:
+        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return result.stdout.strip()
+
+
+def row_key(row):
+    return row["problem"], int(row["n"]), int(row["rep"]), row["method"]
+
+
+def _sort_key(row):
+    problem, n, rep, method = row_key(row)
+    return list(PROBLEMS).index(problem), n, rep, METHODS.index(method)
+
+
+def read_rows(csv_path):
+    """Rows of a CSV written by this script (older files lack the ``commit`` column)."""
+    if not csv_path.exists():
+        return []
     with open(csv_path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     for row in rows:
         row["n"], row["rep"] = int(row["n"]), int(row["rep"])
-        for key in ("rmse", "seconds", "peak_mib", "alpha", "visited", "width", "relevant_min", "relevant_max", "irrelevant_max", "top_k_hits"):
+        row.setdefault("commit", "")
+        for key in NUMERIC:
             if row[key] != "":
                 row[key] = float(row[key])
-    args.sizes = sorted({r["n"] for r in rows if r["problem"] != "SE3"})
-    args.se3_sizes = sorted({r["n"] for r in rows if r["problem"] == "SE3"})
-    notes = [*args.note] if any(r["method"] == "RFFNet" for r in rows) else ["RFFNet column not run", *args.note]
+    return rows
+
+
+def merge_rows(rows, new):
+    """``rows`` with ``new`` added, replacing the row of the same (problem, n, rep, method)."""
+    merged = {row_key(row): row for row in rows}
+    merged[row_key(new)] = new
+    return sorted(merged.values(), key=_sort_key)
+
+
+def write_rows(rows, csv_path):
+    """Write the CSV atomically: a temporary file renamed over the old one."""
+    temporary = csv_path.with_name(csv_path.name + ".tmp")
+    with open(temporary, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows({key: row.get(key, "") for key in FIELDS} for row in rows)
+    os.replace(temporary, csv_path)
+
+
+def load_notes(notes_path, added=()):
+    """The persisted notes plus ``added`` (each kept once, in order); saved back when changed."""
+    notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
+    fresh = [note for note in added if note not in notes]
+    if fresh:
+        notes = notes + fresh
+        notes_path.write_text(json.dumps(notes, indent=1, ensure_ascii=False) + "\n")
+    return notes
+
+
+def provenance_note(rows):
+    """One line saying which commit produced how many rows of the table."""
+    counts = {}
+    for row in rows:
+        counts[row["commit"] or "unrecorded"] = counts.get(row["commit"] or "unrecorded", 0) + 1
+    parts = [f"{commit}: {count}" for commit, count in counts.items()]
+    return ("Rows per commit (the CSV's `commit` column; `unrecorded`: rows from before the column "
+            "existed, whose runs the notes below describe): " + ", ".join(parts) + ".")
+
+
+def paths(stem):
+    return RESULTS / f"{stem}.csv", RESULTS / f"{stem}.md", RESULTS / f"{stem}.notes.json"
+
+
+def rewrite_markdown(args):
+    """Regenerate the markdown from the CSV and the persisted notes (e.g. after a merge by hand)."""
+    csv_path, md_path, notes_path = paths(args.output)
+    rows = read_rows(csv_path)
+    if not rows:
+        raise SystemExit(f"{csv_path} is missing or empty: nothing to render.")
+    notes = [provenance_note(rows), *load_notes(notes_path, args.note)]
+    if not any(r["method"] == "RFFNet" for r in rows):
+        notes.insert(0, "RFFNet column not run")
     write_markdown(rows, md_path, args, notes)
     print(f"wrote {md_path}")
 
@@ -359,29 +444,32 @@ def main(argv=None):
     parser.add_argument("--start-rep", type=int, default=0, help="first repetition index (to add repetitions)")
     parser.add_argument("--srff-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--output", default="srff_tables", help="file stem under benchmarks/results/")
-    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from an existing .csv")
-    parser.add_argument("--note", action="append", default=[], help="extra line for the markdown (repeatable)")
+    parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .csv and notes, fit nothing")
+    parser.add_argument("--note", action="append", default=[],
+                        help="note for the markdown, kept in <stem>.notes.json for later runs (repeatable)")
+    parser.add_argument("--replace", action="store_true",
+                        help="start a new CSV and notes file instead of merging into the existing ones")
     args = parser.parse_args(argv)
     if args.markdown_only:
         return rewrite_markdown(args)
 
     torch.set_num_threads(1)
     methods = list(args.methods)
-    notes = list(args.note)
+    run_notes = []
     if "RFFNet" in methods:
         cls, message = rffnet_class()
         if cls is None:
             methods.remove("RFFNet")
-            notes.append(message)
+            run_notes.append(message)
             print(message)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = RESULTS / f"{args.output}.csv", RESULTS / f"{args.output}.md"
-    fields = ["problem", "n", "rep", "seed", "method", "rmse", "seconds", "peak_mib", "alpha", "n_iter", "visited",
-              "width", "relevant_min", "relevant_max", "irrelevant_max", "top_k_hits", "top"]  # fmt: skip
-    rows = []
-    with threadpool_limits(limits=1), open(csv_path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
+    csv_path, md_path, notes_path = paths(args.output)
+    if args.replace:
+        notes_path.unlink(missing_ok=True)
+    rows = [] if args.replace else read_rows(csv_path)
+    notes = load_notes(notes_path, args.note) + run_notes
+    commit = current_commit()
+    with threadpool_limits(limits=1):
         for problem in args.problems:
             sizes = args.se3_sizes if problem == "SE3" else args.sizes
             for n in sizes:
@@ -390,20 +478,19 @@ def main(argv=None):
                     data = load(problem, n, rep)
                     for method in methods:
                         rmse, seconds, peak, info = run_method(method, data, rep, np.dtype(args.srff_dtype))
-                        row = dict.fromkeys(fields, "")
+                        row = dict.fromkeys(FIELDS, "")
                         row.update(problem=problem, n=n, rep=rep, seed=data[2], method=method, rmse=rmse,
-                                   seconds=seconds, peak_mib=peak)  # fmt: skip
+                                   seconds=seconds, peak_mib=peak, commit=commit)  # fmt: skip
                         for key in ("alpha", "n_iter", "visited", "width"):
                             if key in info:
                                 row[key] = info[key]
                         if "gamma" in info:
                             row.update(summarise_support(info["gamma"], PROBLEMS[problem][2]))
-                        rows.append(row)
-                        writer.writerow(row)
-                        handle.flush()
+                        rows = merge_rows(rows, row)
+                        write_rows(rows, csv_path)
                         print(f"{problem} n={n} rep={rep} {method:6s} rmse={rmse:.4f} {seconds:7.2f}s {peak:7.1f}MiB"
                               + (f" top={row['top']}" if row["top"] else ""), flush=True)  # fmt: skip
-                    write_markdown(rows, md_path, args, notes)
+                    write_markdown(rows, md_path, args, [provenance_note(rows), *notes])
     print(f"wrote {csv_path} and {md_path}")
 
 
