@@ -212,6 +212,52 @@ def test_refine_layer_keeps_a_layer_that_is_right():
     assert all(torch.equal(a, b) for a, b in zip(before, (layer.relevances, layer.frequencies, layer.offsets)))
 
 
+def _pruning_problem(signal, n=3000, n_val=1000, p=20):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(n + n_val, p))
+    y = signal(X) + 0.1 * rng.normal(size=n + n_val)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    return as_t(X[:n]), as_t(y[:n, None]), as_t(X[n:]), as_t(y[n:, None])
+
+
+@pytest.mark.parametrize("validation", [True, False])
+def test_refine_layer_prunes_relevances_left_on_noise(validation):
+    """18 irrelevant features at a fifth of the relevant ones' relevance: zeroing them is confirmed."""
+    X, y, X_val, y_val = _pruning_problem(lambda X: np.sin(X[:, 0] + X[:, 1]))
+    if not validation:
+        X_val = y_val = None
+    relevances = [1.0, 1.0] + [0.2] * 18
+    layer = ARDRandomFourierFeatures.from_kernel(20, 300, relevance=relevances, random_state=0, dtype=torch.float64)
+    frequencies = layer.frequencies.clone()
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
+    new = refine_layer(
+        layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
+        generator=torch.Generator().manual_seed(0), prune_fractions=(0.1, 0.3),
+    )
+    lam = layer.relevances.detach().numpy()
+    np.testing.assert_array_equal(lam, [1.0, 1.0] + [0.0] * 18)
+    assert torch.equal(layer.frequencies, frequencies)
+    assert new[3] < 0.9 * head[3]
+    with torch.no_grad():  # the returned head is the ridge fit at the kept relevances
+        reference = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
+    np.testing.assert_allclose(new[1].numpy(), reference[1].numpy())
+
+
+def test_refine_layer_does_not_prune_a_weak_relevant_feature():
+    """x1 matters at a quarter of x0's relevance: zeroing it validates worse, so it stays."""
+    X, y, X_val, y_val = _pruning_problem(lambda X: np.sin(X[:, 0]) + 0.5 * np.sin(0.3 * X[:, 1]), p=2)
+    layer = ARDRandomFourierFeatures.from_kernel(2, 300, relevance=[1.0, 0.25], random_state=0, dtype=torch.float64)
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    new = refine_layer(
+        layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
+        generator=torch.Generator().manual_seed(0), prune_fractions=(0.1, 0.2, 0.3),
+    )
+    assert new is head
+    np.testing.assert_array_equal(layer.relevances.detach().numpy(), [1.0, 0.25])
+
+
 def test_target_spectrum_matches_the_naive_sums():
     rng = np.random.default_rng(5)
     X, y, W = rng.normal(size=(300, 3)), rng.normal(size=(300, 2)), rng.normal(size=(3, 7))

@@ -562,6 +562,8 @@ RESCALE_FACTORS = (2.5, 5.0)
 ALIGN_SCALES = (1.0, 1.5, 2.0, 3.0)
 #: Candidate frequencies drawn per frequency kept, at most (see ``flop_budget``).
 ALIGN_POOL = 64
+#: Fractions of the largest relevance under which the pruning move zeroes relevances.
+PRUNE_FRACTIONS = (0.1, 0.2, 0.3)
 
 
 def _layer_state(layer):
@@ -612,6 +614,7 @@ def refine_layer(
     layer, X, y, X_val, y_val, head, *, search_alpha, head_alpha, generator,
     rescale_groups=True, sample_frequencies=None, screen_rows=8_000, margin=0.01,
     factors=RESCALE_FACTORS, scales=ALIGN_SCALES, pool=ALIGN_POOL, score_rows=2_000, flop_budget=3e10,
+    prune_fractions=(),
 ):
     """Moves the relevance search cannot make, screened on a subsample, confirmed once.
 
@@ -651,6 +654,15 @@ def refine_layer(
     per-sample differences (a small split must not pick a model by luck); without
     one, its GCV score must be lower by ``margin``. Otherwise the layer is restored.
 
+    **Pruning** (``prune_fractions``). Last, the relevances under each fraction of
+    the largest are set to 0, and each such layer is judged directly by its head on
+    all of ``X``, by the same confirmation test against the layer kept so far; the
+    best confirmed one is kept. The search leaves small relevances on irrelevant
+    features (990 of them on SE3, or one at a quarter of the relevant ones on SE1),
+    and the rescaling and alignment moves scale them up with the rest; each adds
+    phase noise to every feature. Screening does not judge this move: at the search
+    penalty on a subsample it rejects prunings that the head's own penalty confirms.
+
     Parameters
     ----------
     layer : ARDRandomFourierFeatures
@@ -668,6 +680,9 @@ def refine_layer(
     sample_frequencies : callable or None
         ``sample_frequencies(rng, n_features, n)``, the kernel's spectral sampler
         (:class:`rffkit.kernels.Kernel`); None skips the aligned frequencies.
+    prune_fractions : sequence of float
+        Fractions of the largest relevance under which pruning candidates zero the
+        relevances; empty skips the move.
 
     Returns
     -------
@@ -684,7 +699,8 @@ def refine_layer(
         return fit_ridge_head(layer(X_screen), y_screen, Z_val, y_val, search_alpha)[3]
 
     start = _layer_state(layer)
-    if X_val is not None:  # per-sample validation loss of the current head, for the final test
+    old_loss = None  # per-sample validation loss of the current head, for the final test
+    if X_val is not None:
         old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
     best, best_score = start, screen(start)
 
@@ -703,19 +719,53 @@ def refine_layer(
             layer, X[rows[:score_rows]], y[rows[:score_rows]], sample_frequencies, scales, pool, flop_budget,
             generator,
         ))
-    if best is start:
-        return head
+    if best is not start:
+        new_head, accepted, new_loss = _confirm(layer, X, y, X_val, y_val, head, old_loss, head_alpha, margin)
+        if accepted:
+            head, old_loss = new_head, new_loss
+        else:
+            _install(layer, start)
+    if prune_fractions:
+        head = _prune(layer, X, y, X_val, y_val, head, head_alpha, prune_fractions, margin)
+    return head
+
+
+def _confirm(layer, X, y, X_val, y_val, old_head, old_loss, head_alpha, margin):
+    """Head of the layer as installed and whether it beats ``old_head``: ``(head, accepted, loss)``.
+
+    With a validation split the per-sample squared error must fall by more than two
+    standard errors of the paired differences from ``old_loss``; without one, the
+    GCV score by ``margin``. ``loss`` is the new per-sample validation loss (or None).
+    """
     Z_val = None if X_val is None else layer(X_val)
     new_head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha)
     if X_val is None:
-        accepted = new_head[3] < head[3] * (1.0 - margin)
-    else:
-        new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
-        gain = (old_loss - new_loss).double()
-        accepted = bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0]))
-    if not accepted:
+        return new_head, bool(new_head[3] < old_head[3] * (1.0 - margin)), None
+    new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
+    gain = (old_loss - new_loss).double()
+    return new_head, bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0])), new_loss
+
+
+def _prune(layer, X, y, X_val, y_val, head, head_alpha, fractions, margin):
+    """The pruning move of :func:`refine_layer`: returns the head of the layer kept."""
+    start = _layer_state(layer)
+    relevances = start[2]
+    old_loss = None if X_val is None else ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
+    best, tried = None, []
+    for fraction in fractions:
+        candidate = torch.where(relevances.abs() < fraction * relevances.abs().max(), 0.0, relevances)
+        if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
+            continue
+        tried.append(candidate)
+        _install(layer, (start[0], start[1], candidate))
+        new_head, accepted, _ = _confirm(layer, X, y, X_val, y_val, head, old_loss, head_alpha, margin)
+        if accepted and (best is None or new_head[3] < best[1][3]):
+            best = (candidate, new_head)
+    if best is None:
         _install(layer, start)
-    return new_head if accepted else head
+        return head
+    _install(layer, (start[0], start[1], best[0]))
+    return best[1]
 
 
 @torch.no_grad()
