@@ -93,7 +93,10 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 5))
     y = np.sin(1.25 * (X[:, 0] + X[:, 1]) ** 2) + 0.05 * rng.normal(size=4000)
-    params = dict(random_state=0, max_iter=3, n_random_features=400, variant="cos", align_frequencies=False)
+    params = dict(
+        random_state=0, max_iter=3, n_random_features=400, variant="cos", align_frequencies=False,
+        prune_relevances=False,
+    )
     plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
     model = RFFNetRegressor(**params).fit(X[:3000], y[:3000])
     lam, lam_plain = np.abs(model.relevances_), np.abs(plain.relevances_)
@@ -137,7 +140,9 @@ def test_auto_alpha_falls_back_to_a_strong_search_penalty_on_se3():
     assert rmse(weak) > 0.95 * np.std(y[1000:])  # learns nothing: why the fallback exists
     model = RFFNetRegressor(random_state=0).fit(X[:1000], y[:1000])
     assert rmse(model) < 0.65 * np.std(y[1000:])  # SRFF's published 1k RMSE is 0.365 (std 0.68)
-    assert len(set(np.argsort(-model.feature_importances_)[:10]) & set(support)) >= 8
+    # the features it keeps are relevant; pruning may drop some of the five noisy copies of each z
+    kept = np.flatnonzero(model.relevances_)
+    assert set(kept) <= set(support) and len(kept) >= 5
 
 
 def test_prune_relevances_zeroes_what_the_search_left_on_se3():
@@ -147,8 +152,8 @@ def test_prune_relevances_zeroes_what_the_search_left_on_se3():
     X, y, support = make_gregorova_se3(1500, random_state=0, return_support=True)
     X_test, y_test = make_gregorova_se3(2000, random_state=1)
     rmse = lambda m: np.sqrt(np.mean((m.predict(X_test) - y_test) ** 2))  # noqa: E731
-    plain = RFFNetRegressor(random_state=0).fit(X, y)
-    pruned = RFFNetRegressor(random_state=0, prune_relevances=True).fit(X, y)
+    plain = RFFNetRegressor(random_state=0, prune_relevances=False).fit(X, y)
+    pruned = RFFNetRegressor(random_state=0).fit(X, y)
     assert np.all(plain.relevances_ != 0)
     kept = np.flatnonzero(pruned.relevances_)
     assert len(kept) <= 20 and len(set(kept) & set(support)) >= 5

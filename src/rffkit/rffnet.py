@@ -124,7 +124,7 @@ class _BaseRFFNet(BaseEstimator):
         relevance_penalty=0.0,
         rescale_groups=True,
         align_frequencies=True,
-        prune_relevances=False,
+        prune_relevances=True,
         hidden_layer_sizes=(),
         solver="auto",
         learning_rate=1e-2,
@@ -436,7 +436,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the validation error by more than two standard errors (group rescaling
         without ``early_stopping``: GCV by 1%). Together they cost at most 17 ridge
         fits on the subsample and one on all data.
-    prune_relevances : bool, default=False
+    prune_relevances : bool, default=True
         Last, after the 'varpro' search and the two moves above, try zeroing the
         relevances under 0.1, 0.2 and 0.3 of the largest, each judged by the head
         refitted on all training rows; one is kept only if it lowers the validation
