@@ -200,7 +200,8 @@ class _BaseRFFNet(BaseEstimator):
         training split is one cheap search stage (the stronger penalty often wins
         there: SE2 at n = 1,000); the best head on validation is kept. Then
         ``rescale_groups`` and ``align_frequencies`` may move relevance groups and
-        replace the random draw (:func:`refine_layer`).
+        replace the random draw, and ``prune_relevances`` may zero small relevances
+        (:func:`refine_layer`).
         """
         head_alpha = "auto" if auto_alpha else alpha  # 'auto': chosen on all training data
         initial = rff.relevances.detach().clone()
