@@ -6,6 +6,8 @@ import os
 import threading
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 class PeakRSS:
     """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
@@ -33,19 +35,27 @@ class PeakRSS:
         self.peak_mb = (self._peak - self._start) / 2**20
 
 
+def git_commit():
+    """The short hash of the checkout's HEAD, or None outside a git checkout (a snapshot)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def code_version():
     """The commit the library was run at, and any uncommitted changes to its sources."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
+    commit = git_commit()
+    if commit is None:
         # a `git archive` snapshot has no git metadata: its runner may name the commit
         given = os.environ.get("RFFKIT_COMMIT")
         return f"commit {given} (a snapshot; commit named by RFFKIT_COMMIT)" if given else "an unknown commit"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
     changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
     return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")

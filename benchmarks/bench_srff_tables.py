@@ -49,7 +49,6 @@ import ctypes
 import json
 import os
 import platform
-import subprocess
 import threading
 import time
 import warnings
@@ -62,6 +61,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LassoCV, RidgeCV
 from threadpoolctl import threadpool_limits
 
+from _common import git_commit
 from rffkit.datasets import make_gregorova_se1, make_gregorova_se2, make_gregorova_se3
 from rffkit.srff import SRFFRegressor, median_neighbour_distance
 
@@ -343,14 +343,7 @@ def write_markdown(rows, path, args, notes):
 
 def current_commit():
     """The commit being benchmarked: ``RFFKIT_COMMIT`` (for runs from a snapshot), else git's."""
-    if os.environ.get("RFFKIT_COMMIT"):
-        return os.environ["RFFKIT_COMMIT"]
-    try:
-        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parent, check=True)  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return result.stdout.strip()
+    return os.environ.get("RFFKIT_COMMIT") or git_commit() or ""
 
 
 def row_key(row):

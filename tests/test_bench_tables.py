@@ -17,6 +17,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_srff_tables
 
 @pytest.fixture
 def bench(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the script imports its sibling _common
     spec = importlib.util.spec_from_file_location("bench_srff_tables", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -699,9 +699,8 @@ def refine_layer(
         return fit_ridge_head(layer(X_screen), y_screen, Z_val, y_val, search_alpha)[3]
 
     start = _layer_state(layer)
-    old_loss = None  # per-sample validation loss of the current head, for the final test
-    if X_val is not None:
-        old_loss = ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
+    # per-sample validation loss of the current head, for the final tests
+    old_loss = None if X_val is None else _sample_losses(layer(X_val), y_val, head)
     best, best_score = start, screen(start)
 
     def consider(candidates):  # each move starts from the best layer so far
@@ -726,8 +725,13 @@ def refine_layer(
         else:
             _install(layer, start)
     if prune_fractions:
-        head = _prune(layer, X, y, X_val, y_val, head, head_alpha, prune_fractions, margin)
+        head = _prune(layer, X, y, X_val, y_val, head, old_loss, head_alpha, prune_fractions, margin)
     return head
+
+
+def _sample_losses(Z_val, y_val, head):
+    """Per-sample squared validation error of ``head = (alpha, beta, c, score)`` on ``Z_val``."""
+    return ((Z_val @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
 
 
 def _confirm(layer, X, y, X_val, y_val, old_head, old_loss, head_alpha, margin):
@@ -741,19 +745,22 @@ def _confirm(layer, X, y, X_val, y_val, old_head, old_loss, head_alpha, margin):
     new_head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha)
     if X_val is None:
         return new_head, bool(new_head[3] < old_head[3] * (1.0 - margin)), None
-    new_loss = ((Z_val @ new_head[1] + new_head[2] - y_val) ** 2).sum(dim=1)
+    new_loss = _sample_losses(Z_val, y_val, new_head)
     gain = (old_loss - new_loss).double()
     return new_head, bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0])), new_loss
 
 
-def _prune(layer, X, y, X_val, y_val, head, head_alpha, fractions, margin):
-    """The pruning move of :func:`refine_layer`: returns the head of the layer kept."""
+def _prune(layer, X, y, X_val, y_val, head, old_loss, head_alpha, fractions, margin):
+    """The pruning move of :func:`refine_layer`: returns the head of the layer kept.
+
+    ``old_loss`` is the per-sample validation loss of ``head`` (None without a split).
+    """
     start = _layer_state(layer)
     relevances = start[2]
-    old_loss = None if X_val is None else ((layer(X_val) @ head[1] + head[2] - y_val) ** 2).sum(dim=1)
+    magnitude = relevances.abs()
     best, tried = None, []
     for fraction in fractions:
-        candidate = torch.where(relevances.abs() < fraction * relevances.abs().max(), 0.0, relevances)
+        candidate = torch.where(magnitude < fraction * magnitude.max(), 0.0, relevances)
         if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
             continue
         tried.append(candidate)

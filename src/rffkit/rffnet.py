@@ -432,6 +432,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         keeps ``n_random_features`` features, so the kernel is no longer the ARD
         kernel exactly but one learned from its spectral density. Needs
         ``early_stopping`` (the validation split judges it); ignored by 'adam'.
+
         Both moves are screened on 8,000 training rows with all the random features
         and the best is kept only if the head refitted on all training data lowers
         the validation error by more than two standard errors (group rescaling
