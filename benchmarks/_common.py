@@ -1,7 +1,9 @@
-"""Helpers shared by the benchmark scripts: peak-memory sampling and the code version."""
+"""Helpers shared by the benchmark scripts: peak memory, the code version, result files."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import threading
 from pathlib import Path
@@ -59,3 +61,30 @@ def code_version():
                            capture_output=True, text=True, check=True).stdout.split("\n")
     changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]
     return f"commit {commit}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
+
+
+def write_csv_atomically(path, fields, rows):
+    """Write ``rows`` (dicts; missing keys empty) to a temporary file renamed over ``path``.
+
+    A run interrupted mid-write leaves the previous complete file, never a half-written one.
+    """
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows({key: row.get(key, "") for key in fields} for row in rows)
+    os.replace(temporary, path)
+
+
+def load_notes(notes_path, added=()):
+    """The notes persisted in ``notes_path`` plus ``added`` (each kept once, in order).
+
+    Hand-written notes describe rows that later runs keep, so a table merged from many
+    runs keeps them too; the file is saved back when ``added`` brings new ones.
+    """
+    notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
+    fresh = [note for note in added if note not in notes]
+    if fresh:
+        notes = notes + fresh
+        notes_path.write_text(json.dumps(notes, indent=1, ensure_ascii=False) + "\n")
+    return notes

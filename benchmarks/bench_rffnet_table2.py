@@ -34,7 +34,11 @@ rffnet_plus
     regularisation, learning rate / batch size / epochs / alpha of :data:`PLUS_PARAMS`,
     chosen on the validation split (see that constant).
 
-Writes ``benchmarks/results/rffnet_table2.md`` and ``.csv`` after every fit.
+Writes ``benchmarks/results/rffnet_table2.md`` and ``.csv`` after every fit (the CSV
+atomically). ``--update`` keeps the existing rows and replaces those the run refits.
+Notes given with ``--note`` describe rows and are kept in ``rffnet_table2.notes.json``,
+so later ``--update`` and ``--markdown-only`` runs print them again; a run without
+``--update`` starts a new table and a new notes file.
 
 Usage: python benchmarks/bench_rffnet_table2.py [--seeds 3] [--slow-seeds 1] [--n-train 50000]
        [--n-krr 10000] [--problems gregorova_se1 gregorova_se2] [--methods ...]
@@ -56,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_notes, write_csv_atomically  # noqa: E402
 from bench_rffnet_se import _data, _PeakRSS  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -228,10 +233,7 @@ def write(rows, args, notes):
     RESULTS.mkdir(parents=True, exist_ok=True)
     fields = ["problem", "seed", "method", "n_fit", "params", "fit_s", "peak_mb", "val_mse", "test_mse", "top",
               "support_found"]
-    with open(RESULTS / f"{args.output}.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv_atomically(RESULTS / f"{args.output}.csv", fields, rows)
     import torch
 
     header = (
@@ -252,6 +254,8 @@ def write(rows, args, notes):
 
 def _read_rows(stem):
     """Rows of an earlier run's CSV, typed as :func:`run` returns them."""
+    if not (RESULTS / f"{stem}.csv").exists():
+        raise SystemExit(f"{RESULTS / f'{stem}.csv'} does not exist: nothing to update or render.")
     rows = []
     with open(RESULTS / f"{stem}.csv", newline="") as handle:
         for row in csv.DictReader(handle):
@@ -287,7 +291,7 @@ def tune(args):
         print(f"{problem}: chosen on validation: {best['params']} (validation MSE {best['val_mse']:.4f})")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds for krr, bard, gam, RFFNet+ (default 3)")
     parser.add_argument("--slow-seeds", type=int, default=1, help="seeds for srff and rffnet defaults (default 1)")
@@ -300,7 +304,8 @@ def main():
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--budget-minutes", type=float, default=None,
                         help="start no new fit after this many minutes (the tables say which fits ran)")
-    parser.add_argument("--note", action="append", default=[], help="extra note line for the markdown")
+    parser.add_argument("--note", action="append", default=[],
+                        help="note for the markdown, kept in <output>.notes.json for later runs (repeatable)")
     parser.add_argument("--update", action="store_true",
                         help="keep the rows of the existing CSV and replace only those this run refits")
     parser.add_argument("--markdown-only", action="store_true",
@@ -311,7 +316,7 @@ def main():
     parser.add_argument("--tune-batch-sizes", nargs="+", type=int, default=[256])
     parser.add_argument("--tune-alphas", nargs="+", type=float, default=[1e-4, 0.0])
     parser.add_argument("--tune-max-iter", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.tune:
         RESULTS.mkdir(parents=True, exist_ok=True)
         tune(args)
@@ -334,11 +339,15 @@ def main():
         f"SRFF: fitted on the first {args.n_srff} training points (one SE1 fit on all 50,000 ran for more than "
         "10 minutes here, with the machine shared, and was stopped).",
         "BARD: importances |coef_|; when ARD prunes every coefficient the top-5 column shows ties (0 1 2 3 4).",
-        *args.note,
     ]
+    notes_path = RESULTS / f"{args.output}.notes.json"
     if args.markdown_only:
-        print(write(_read_rows(args.output), args, notes))
+        print(write(_read_rows(args.output), args, notes + load_notes(notes_path, args.note)))
         return
+    rows = _read_rows(args.output) if args.update else []
+    if not args.update:  # a new table: the old notes described the old rows
+        notes_path.unlink(missing_ok=True)
+    described = args.note  # notes that describe the rows, kept with them
     methods = list(args.methods)
     if "gam" in methods:
         problem = _gam_available()
@@ -348,12 +357,13 @@ def main():
         else:
             import pygam
 
-            notes.append(
+            described = [*described, (
                 f"GAM: pygam {pygam.__version__} (declares scipy<1.17, so pip will not install it beside this "
                 "environment's scipy; installed with --no-deps into a side directory on PYTHONPATH for this "
                 "benchmark only; not an rffkit dependency)."
-            )
-    rows, started, skipped = (_read_rows(args.output) if args.update else []), time.perf_counter(), []
+            )]
+    notes += load_notes(notes_path, described)
+    started, skipped = time.perf_counter(), []
     for seed in range(args.first_seed, args.seeds):
         for problem in args.problems:
             for method in methods:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
-import json
 import os
 import platform
 import threading
@@ -61,7 +60,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LassoCV, RidgeCV
 from threadpoolctl import threadpool_limits
 
-from _common import git_commit
+from _common import git_commit, load_notes, write_csv_atomically
 from rffkit.datasets import make_gregorova_se1, make_gregorova_se2, make_gregorova_se3
 from rffkit.srff import SRFFRegressor, median_neighbour_distance
 
@@ -379,22 +378,7 @@ def merge_rows(rows, new):
 
 def write_rows(rows, csv_path):
     """Write the CSV atomically: a temporary file renamed over the old one."""
-    temporary = csv_path.with_name(csv_path.name + ".tmp")
-    with open(temporary, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows({key: row.get(key, "") for key in FIELDS} for row in rows)
-    os.replace(temporary, csv_path)
-
-
-def load_notes(notes_path, added=()):
-    """The persisted notes plus ``added`` (each kept once, in order); saved back when changed."""
-    notes = json.loads(notes_path.read_text()) if notes_path.exists() else []
-    fresh = [note for note in added if note not in notes]
-    if fresh:
-        notes = notes + fresh
-        notes_path.write_text(json.dumps(notes, indent=1, ensure_ascii=False) + "\n")
-    return notes
+    write_csv_atomically(csv_path, FIELDS, rows)
 
 
 def provenance_note(rows):

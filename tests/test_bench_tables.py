@@ -1,8 +1,9 @@
-"""The SRFF-tables benchmark builds its tables from many runs: a run must merge, not clobber.
+"""Benchmark tables built from many runs: a run must merge, not clobber.
 
 The committed ``benchmarks/results/srff_tables.csv`` is merged from runs of many hours;
 ``make bench`` runs the script at its quick defaults, which must replace only the rows
-it refits and keep every other row and the notes.
+it refits and keep every other row and the notes. ``rffnet_table2`` is updated the same
+way (``--update``), and its hand-written notes must survive later runs too.
 """
 
 import csv
@@ -12,18 +13,22 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_srff_tables.py"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts import their sibling _common
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    return module
 
 
 @pytest.fixture
 def bench(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the script imports its sibling _common
-    spec = importlib.util.spec_from_file_location("bench_srff_tables", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "RESULTS", tmp_path)
     monkeypatch.setenv("RFFKIT_COMMIT", "abc1234")
-    return module
+    return _load("bench_srff_tables", tmp_path, monkeypatch)
 
 
 def _rows(path):
@@ -77,3 +82,50 @@ def test_replace_starts_afresh_and_old_csvs_without_commit_are_read(bench, tmp_p
 def test_markdown_only_needs_a_table(bench):
     with pytest.raises(SystemExit, match="missing or empty"):
         bench.main(["--markdown-only"])
+
+
+@pytest.fixture
+def table2(tmp_path, monkeypatch):
+    module = _load("bench_rffnet_table2", tmp_path, monkeypatch)
+
+    def fake_run(problem, seed, n_train, n_krr, n_srff, method, plus_params=None):
+        # stands in for a fit at n = 50,000 in a spawned process
+        return {"problem": problem, "seed": seed, "method": method, "n_fit": n_train, "params": "",
+                "fit_s": 1.0, "peak_mb": 2.0, "val_mse": 0.5, "test_mse": 0.25 + seed, "top": "0 1 2 3 4",
+                "support_found": False}
+
+    monkeypatch.setattr(module, "run", fake_run)
+    return module
+
+
+def _table2(module, *argv):
+    module.main(["--problems", "gregorova_se1", "--seeds", "2", *argv])
+
+
+def test_table2_update_keeps_other_rows_and_the_notes(table2, tmp_path):
+    _table2(table2, "--methods", "rffnet_plus", "bard", "--note", "how the first rows ran")
+    first = _rows(tmp_path / "rffnet_table2.csv")
+    assert [(r["seed"], r["method"]) for r in first] == [("0", "rffnet_plus"), ("0", "bard"), ("1", "rffnet_plus"),
+                                                         ("1", "bard")]
+
+    # refit bard on seed 1 only, without repeating the note
+    _table2(table2, "--methods", "bard", "--first-seed", "1", "--update")
+    second = _rows(tmp_path / "rffnet_table2.csv")
+    assert second[:3] == first[:3]
+    assert [(r["seed"], r["method"]) for r in second] == [("0", "rffnet_plus"), ("0", "bard"), ("1", "rffnet_plus"),
+                                                          ("1", "bard")]
+    assert "- how the first rows ran" in (tmp_path / "rffnet_table2.md").read_text()
+    table2.main(["--markdown-only", "--problems", "gregorova_se1"])
+    assert "- how the first rows ran" in (tmp_path / "rffnet_table2.md").read_text()
+    assert not list(tmp_path.glob("*.tmp"))
+
+    # a run without --update starts a new table, so the old notes go with the old rows
+    _table2(table2, "--methods", "bard", "--seeds", "1")
+    assert [r["method"] for r in _rows(tmp_path / "rffnet_table2.csv")] == ["bard"]
+    assert not (tmp_path / "rffnet_table2.notes.json").exists()
+    assert "how the first rows ran" not in (tmp_path / "rffnet_table2.md").read_text()
+
+
+def test_table2_update_needs_a_table(table2):
+    with pytest.raises(SystemExit, match="does not exist"):
+        _table2(table2, "--update", "--methods", "bard")
