@@ -48,11 +48,17 @@ _SEED_BOUND = 2**31 - 1
 #: ridge path exists to choose it from.
 DEFAULT_ALPHA = 1e-4
 #: ``alpha='auto'`` with 'varpro': when the search at ``DEFAULT_ALPHA`` leaves more than
-#: ``FALLBACK_UNEXPLAINED`` of the validation variance unexplained, or the training split
-#: has at most ``FIRST_STAGE_ROWS`` rows, it is run again with the ridge penalty at
-#: ``FALLBACK_ALPHA`` (from two starts) and the best is kept.
+#: ``FALLBACK_UNEXPLAINED`` of the validation variance unexplained, it is run again with
+#: the ridge penalty at ``FALLBACK_ALPHA`` (from two starts) and the best is kept.
 FALLBACK_UNEXPLAINED = 0.95
 FALLBACK_ALPHA = 1.0
+#: ``alpha='auto'`` with 'varpro' on a training split of at most ``FIRST_STAGE_ROWS``
+#: rows (one cheap search stage): the search is run again at each of these penalties
+#: (from two starts) and the best head on validation is kept, as SRFF picks its penalty
+#: from a grid. At n = 1,000 the weak search at ``DEFAULT_ALPHA`` overfits its GCV
+#: criterion and the strong one at ``FALLBACK_ALPHA`` barely moves the relevances; over
+#: the SRFF-table repetitions this path lowered RFFNet's test RMSE on SE1, SE2 and SE3.
+SMALL_SAMPLE_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0)
 
 
 class _RFFNetModule(nn.Module):
@@ -193,12 +199,13 @@ class _BaseRFFNet(BaseEstimator):
         """Relevance search(es), then the ridge head: ``(history, alpha, beta, c)``.
 
         The search runs at ``alpha`` (``DEFAULT_ALPHA`` for 'auto'). With 'auto'
-        and a validation split it is repeated at ``FALLBACK_ALPHA`` from the uniform
-        start and from a marginal screen when the first model explains under 5% of
-        the validation variance (with many relevances per training row, SE3, the
-        weakly penalised search fits its own criterion instead of the signal) or the
-        training split is one cheap search stage (the stronger penalty often wins
-        there: SE2 at n = 1,000); the best head on validation is kept. Then
+        and a validation split it is repeated from the uniform start and from a
+        marginal screen, at each of ``SMALL_SAMPLE_ALPHAS`` when the training split is
+        one cheap search stage (at n = 1,000 the penalty that works varies from draw to
+        draw), else at ``FALLBACK_ALPHA`` when the first model explains under 5% of the
+        validation variance (with many relevances per training row, SE3, the weakly
+        penalised search fits its own criterion instead of the signal); the best head
+        on validation is kept. Then
         ``rescale_groups`` and ``align_frequencies`` may move relevance groups and
         replace the random draw, and ``prune_relevances`` may zero small relevances
         (:func:`refine_layer`).
@@ -222,15 +229,17 @@ class _BaseRFFNet(BaseEstimator):
         history, head, found = search(alpha, initial)
         if auto_alpha and X_v is not None:
             null_score = float(((y_v - y_t.mean(dim=0)) ** 2).mean())
-            if X_t.shape[0] <= FIRST_STAGE_ROWS or head[3] > FALLBACK_UNEXPLAINED * null_score:
+            small = X_t.shape[0] <= FIRST_STAGE_ROWS
+            if small or head[3] > FALLBACK_UNEXPLAINED * null_score:
                 # the uniform start hides 10 relevant features among SE3's 1000; one in
                 # proportion to each feature's marginal effect does not
                 screened = marginal_r2(X_t, y_t).sqrt().to(initial.dtype)
                 screened *= initial.norm() / screened.norm().clamp_min(1e-12)
-                for start in (initial, screened):
-                    retry = search(FALLBACK_ALPHA, start)
-                    if retry[1][3] < head[3]:
-                        (history, head, found), alpha = retry, FALLBACK_ALPHA
+                for retry_alpha in SMALL_SAMPLE_ALPHAS if small else (FALLBACK_ALPHA,):
+                    for start in (initial, screened):
+                        retry = search(retry_alpha, start)
+                        if retry[1][3] < head[3]:
+                            (history, head, found), alpha = retry, retry_alpha
         with torch.no_grad():
             rff.relevances.copy_(found)
             if self.rescale_groups or self.align_frequencies or self.prune_relevances:
@@ -399,15 +408,17 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the validation MSE (GCV without ``early_stopping``), all from one
         eigendecomposition of the feature Gram matrix. (Choosing it during the
         relevance search too picked heavy smoothing at the initial relevances and
-        lost relevant features on SE1.) If that model leaves over 95% of the
-        validation variance unexplained, or the training split has at most 2,000
-        rows (one cheap search stage), the search is run again at 1, from the
-        uniform start and from one proportional to the square root of each
-        feature's marginal R^2 (a cubic in that feature alone), and the best of the
-        three kept: with many relevances per training row (SE3, p = 1000 at
-        n = 1,000) a weakly penalised search fits its own criterion and learns
-        nothing, and the uniform start hides 10 relevant features among 1000.
-        With 'adam' 'auto' means 1e-4. The value used is ``alpha_``.
+        lost relevant features on SE1.) When the training split has at most 2,000
+        rows (one cheap search stage), the search is run again at 1e-3, 1e-2, 1e-1
+        and 1, each from the uniform start and from one proportional to the square
+        root of each feature's marginal R^2 (a cubic in that feature alone), and the
+        best of the nine on validation is kept: at n = 1,000 the weakly penalised
+        search overfits its criterion (SE1, and SE3 with p = 1000 learns nothing),
+        the strongest barely moves the relevances, and the uniform start hides 10
+        relevant features among 1000. On a larger split the search is run again at
+        1, from the same two starts, only if the first model leaves over 95% of the
+        validation variance unexplained. With 'adam' 'auto' means 1e-4. The value
+        used is ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (seed 000
         §3.5), applied by its proximal step ('adam') or as bound-constrained L-BFGS-B
