@@ -46,9 +46,11 @@ def test_fitted_attributes(se1_model):
     assert m.feature_importances_.max() == 1.0 and m.feature_importances_.min() >= 0.0
     assert m.n_iter_ >= 1 and len(m.validation_loss_curve_) >= 1
     assert np.isfinite(m.best_validation_loss_) and m.best_validation_score_ is not None
-    # default number of features: floor(sqrt(n) log n) on the 90% training split
+    # default number of features on the 90% training split: floor(sqrt(n) log n) = 410,
+    # raised to min(n, 1000) for the closed-form ('varpro') head
     n = 2700
-    assert m.n_random_features_ == int(np.floor(np.sqrt(n) * np.log(n)))
+    assert int(np.floor(np.sqrt(n) * np.log(n))) == 410
+    assert m.n_random_features_ == 1000
 
 
 def test_irrelevant_feature_fades_on_jordan_se1():
