@@ -63,8 +63,10 @@ SMALL_SAMPLE_ALPHAS = (1e-3, 1e-2, 1e-1, 1.0)
 #: most one per training row) besides ``floor(sqrt(n) log n)``. The relevance search
 #: keeps its own ``floor(sqrt(m) log m)`` columns per stage; only the closed-form ridge
 #: head and the refinement moves judged by it see the rest, at O(n D^2), a few GFLOP.
-#: Below about 11,000 rows the square-root rule gives fewer, and on the SRFF-table
-#: protocol the richer head lowered RFFNet's test RMSE (SE1 at 1k and 5k).
+#: Below about 11,000 rows the square-root rule gives fewer. On the SRFF-table protocol
+#: the richer head lowered RFFNet's test RMSE on SE1 at 1k (17 of 20 repetitions, with
+#: the penalty path above); at 5k and 10k, where it mostly redraws the frequencies,
+#: the changes went both ways.
 VARPRO_MIN_FEATURES = 1000
 
 
@@ -406,7 +408,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         the training size after the validation split (Li et al., 2018), capped at 4,000;
         with the 'varpro' solver at least ``min(n, 1000)``: its relevance search still
         uses ``floor(sqrt(m) log m)`` features per stage, and the closed-form head on
-        the rest costs little (on SE1 at n = 1,000 and 5,000 it lowered the test error).
+        the rest costs little (on SE1 at n = 1,000 it lowered the test error).
     kernel : {'gaussian', 'laplacian', 'cauchy'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; see :mod:`rffkit.kernels`.
     variant : {'cos', 'cos_sin'}, default='cos_sin'
