@@ -701,7 +701,8 @@ def refine_layer(
     start = _layer_state(layer)
     # per-sample validation loss of the current head, for the final tests
     old_loss = None if X_val is None else _sample_losses(layer(X_val), y_val, head)
-    best, best_score = start, screen(start)
+    screened_moves = rescale_groups or (sample_frequencies is not None and X_val is not None)
+    best, best_score = start, screen(start) if screened_moves else math.inf  # pruning alone screens nothing
 
     def consider(candidates):  # each move starts from the best layer so far
         nonlocal best, best_score

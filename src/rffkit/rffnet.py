@@ -299,9 +299,11 @@ class _BaseRFFNet(BaseEstimator):
         else:
             X_v = y_v = None
 
-        n_components = self.n_random_features or default_n_features(len(idx_train))
-        if self.n_random_features is None and solver == "varpro":
-            n_components = max(n_components, min(len(idx_train), VARPRO_MIN_FEATURES))
+        n_components = self.n_random_features
+        if n_components is None:
+            n_components = default_n_features(len(idx_train))
+            if solver == "varpro":
+                n_components = max(n_components, min(len(idx_train), VARPRO_MIN_FEATURES))
         rff = ARDRandomFourierFeatures.from_kernel(
             X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=dtype, device=device,
             variant=self.variant,
