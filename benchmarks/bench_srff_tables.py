@@ -14,7 +14,10 @@ where the paper does so:
              + ridge, alpha chosen on validation from 50 values (one eigendecomposition);
 * SRFF       ``rffkit.SRFFRegressor`` (D = 300, 50-value data-dependent grid, chosen on
              the validation set, ``refit=False`` so the final model is trained on the n
-             training points only, as in the paper), in float32 like the authors' code;
+             training points only, as in the paper), in float32 like the authors' code,
+             with a fresh draw of epsilon and b per grid value as in the authors' code;
+* SRFF-1draw the same with one draw for the whole grid (``draw_per_alpha=False``, the
+             estimator's default);
 * RFFNet     ``rffkit.RFFNetRegressor()`` at its defaults but ``validation_fraction``,
              fitted like SRFF on train + validation with the validation share held out
              by its own split, so both see the same data (skipped with a note when it
@@ -89,7 +92,8 @@ PAPER = {
         50000: {"Mean": (0.677, 0.002), "Ridge": (0.677, 0.002), "Lasso": (0.677, 0.002), "RFF": (0.677, 0.002), "SRFF": (0.206, 0.004)},
     },
 }
-METHODS = ("Mean", "Ridge", "Lasso", "RFF", "SRFF", "RFFNet")
+METHODS = ("Mean", "Ridge", "Lasso", "RFF", "SRFF-1draw", "SRFF", "RFFNet")
+SRFF_METHODS = ("SRFF-1draw", "SRFF")
 PROTOCOL_NOTES = (
     "SRFF follows Algorithm 1 with the paper's settings (D = 300, Gaussian kernel, width = median "
     "distance among the 20 nearest training neighbours, gamma on the simplex of size d, 50-value grid "
@@ -98,6 +102,10 @@ PROTOCOL_NOTES = (
     "values without improvement once the model has started to learn (`n_iter_no_change=5`); the "
     "alternation stops at a relative objective decrease of 1e-4 (at most 100 alternations of one ridge "
     "solve and at most 10 FISTA steps); an unpenalised intercept is fitted.",
+    "SRFF gives each grid value a fresh draw of epsilon and b (`draw_per_alpha=True`), as the authors' "
+    "experiment code does: Algorithm 1 draws them each time it runs, once per penalty, so the validation "
+    "error picks a draw as well as a penalty. SRFF-1draw is the same fit with one draw shared by the whole "
+    "grid (`draw_per_alpha=False`, the estimator's default; rows before the option existed are this).",
     "Each SRFF fit is one `SRFFRegressor.fit` on train + validation with `validation_fraction` equal to "
     "the validation share and `refit=False`, so alpha is chosen on a validation set of the paper's size "
     "and the model is trained on the n training points. Its time includes the whole grid search.",
@@ -220,9 +228,9 @@ def run_method(method, data, rep, srff_dtype):
             width = median_neighbour_distance(X, rng=np.random.default_rng(seed))
             model = RFFRidgeValidated(width, seed).fit(X, y, X_val, y_val)
             prediction = model.predict(X_test)
-        elif method == "SRFF":
+        elif method in SRFF_METHODS:
             model = SRFFRegressor(
-                n_components=N_COMPONENTS, alphas=N_GRID, refit=False,
+                n_components=N_COMPONENTS, alphas=N_GRID, refit=False, draw_per_alpha=method == "SRFF",
                 validation_fraction=len(y_val) / (len(y) + len(y_val)), random_state=seed,
             )  # fmt: skip
             X_all = np.vstack([X, X_val]).astype(srff_dtype)
@@ -258,10 +266,27 @@ def summarise_support(gamma, relevant):
     }
 
 
-def fmt(values):
-    values = np.asarray(values)
+def fmt(values, reps=None):
+    """``mean (sd)``, with ``[k]`` appended when only ``k < reps`` repetitions ran."""
+    values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return "–"
+    count = f" [{values.size}]" if reps is not None and values.size < reps else ""
+    return _mean_sd(values) + count
+
+
+def paired_difference(chosen, first, second):
+    """``first - second`` RMSE over the repetitions where both ran: ``mean ± se (wins/k)``."""
+    by_rep = {(r["rep"], r["method"]): r["rmse"] for r in chosen}
+    common = sorted({rep for rep, _ in by_rep if (rep, first) in by_rep and (rep, second) in by_rep})
+    if not common:
+        return "–"
+    difference = np.array([by_rep[rep, first] - by_rep[rep, second] for rep in common])
+    spread = f" ± {difference.std(ddof=1) / np.sqrt(difference.size):.4f}" if difference.size > 1 else ""
+    return f"{difference.mean():+.4f}{spread} ({int(np.sum(difference < 0))}/{difference.size})"
+
+
+def _mean_sd(values):
     return f"{values.mean():.3f} ({values.std(ddof=1):.3f})" if values.size > 1 else f"{values[0]:.3f}"
 
 
@@ -271,8 +296,9 @@ def write_markdown(rows, path, args, notes):
         "",
         f"Produced by `benchmarks/bench_srff_tables.py` on {platform.machine()}, one thread, torch"
         f" {torch.__version__}. Test RMSE mean (sd) over the repetitions in the *reps* column (paper: 30;"
-        " a single repetition shows no sd); *paper* rows are the published values. SRFF runs in float32"
-        " (as the authors' code).",
+        " a single repetition shows no sd; `[k]` marks a cell over only k of them); *paper* rows are the"
+        " published values. SRFF runs in float32 (as the authors' code). *RFFNet − SRFF* is the paired"
+        " difference over the repetitions where both ran, ± its standard error (RFFNet lower in w of k).",
         "",
     ]
     lines += [f"- {note}" for note in (*PROTOCOL_NOTES, *notes)]
@@ -283,12 +309,14 @@ def write_markdown(rows, path, args, notes):
             continue
         table = {"SE1": "Table 3", "SE2": "Table 5", "SE3": "Table 6"}[problem]
         lines += [f"## {problem} ({table}): test RMSE", ""]
-        lines.append("| n | reps | " + " | ".join(METHODS) + " | SRFF / paper SRFF | SRFF / Mean (paper's) |")
-        lines.append("|---" * (len(METHODS) + 4) + "|")
+        lines.append(
+            "| n | reps | " + " | ".join(METHODS) + " | SRFF / paper SRFF | SRFF / Mean (paper's) | RFFNet − SRFF (w/k) |"
+        )
+        lines.append("|---" * (len(METHODS) + 5) + "|")
         for n in sizes:
             chosen = [r for r in rows if r["problem"] == problem and r["n"] == n]
             reps = len({r["rep"] for r in chosen})
-            cells = [fmt([r["rmse"] for r in chosen if r["method"] == m]) for m in METHODS]
+            cells = [fmt([r["rmse"] for r in chosen if r["method"] == m], reps) for m in METHODS]
             paper = PAPER[problem].get(n, {})
             ours = [r["rmse"] for r in chosen if r["method"] == "SRFF"]
             ratio = f"{np.mean(ours) / paper['SRFF'][0]:.3f}" if ours and "SRFF" in paper else "–"
@@ -296,10 +324,11 @@ def write_markdown(rows, path, args, notes):
             relative = [by_rep[rep, "SRFF"] / by_rep[rep, "Mean"] for rep, m in by_rep if m == "SRFF" and (rep, "Mean") in by_rep]
             paper_relative = f" ({paper['SRFF'][0] / paper['Mean'][0]:.3f})" if paper else ""
             relative_cell = f"{np.mean(relative):.3f}{paper_relative}" if relative else "–"
-            lines.append(f"| {n} | {reps} | " + " | ".join(cells) + f" | {ratio} | {relative_cell} |")
+            paired = paired_difference(chosen, "RFFNet", "SRFF")
+            lines.append(f"| {n} | {reps} | " + " | ".join(cells) + f" | {ratio} | {relative_cell} | {paired} |")
             if paper:
                 paper_cells = [f"{paper[m][0]:.3f} ({paper[m][1]:.3f})" if m in paper else "–" for m in METHODS]
-                lines.append(f"| *paper* {n} | 30 | " + " | ".join(paper_cells) + " | | |")
+                lines.append(f"| *paper* {n} | 30 | " + " | ".join(paper_cells) + " | | | |")
         lines += ["", f"### {problem}: fit + predict seconds (mean) / peak RSS increase MiB (max)", ""]
         lines.append("| n | " + " | ".join(METHODS) + " |")
         lines.append("|---" * (len(METHODS) + 1) + "|")
@@ -322,14 +351,15 @@ def write_markdown(rows, path, args, notes):
         lines.append("| n | method | relevant min–max (median over reps) | max irrelevant | relevant in top-k | top 8 (first rep) | alpha / n | alphas visited |")
         lines.append("|---|---|---|---|---|---|---|---|")
         for n in sizes:
-            for m in ("SRFF", "RFFNet"):
+            for m in (*SRFF_METHODS, "RFFNet"):
                 chosen = [r for r in rows if r["problem"] == problem and r["n"] == n and r["method"] == m and r.get("relevant_min") != ""]
                 if not chosen:
                     continue
                 k = len(PROBLEMS[problem][2])
-                unit = [float(r["width"]) if m == "SRFF" else 1.0 for r in chosen]
-                alpha = f"{np.median([r['alpha'] / n for r in chosen]):.3g}" if m == "SRFF" else "–"
-                visited = f"{np.median([r['visited'] for r in chosen]):.0f}" if m == "SRFF" else "–"
+                srff = m in SRFF_METHODS
+                unit = [float(r["width"]) if srff else 1.0 for r in chosen]
+                alpha = f"{np.median([r['alpha'] / n for r in chosen]):.3g}" if srff else "–"
+                visited = f"{np.median([r['visited'] for r in chosen]):.0f}" if srff else "–"
                 lines.append(
                     f"| {n} | {m} | {np.median([r['relevant_min'] / u for r, u in zip(chosen, unit)]):.2f}–"
                     f"{np.median([r['relevant_max'] / u for r, u in zip(chosen, unit)]):.2f} | "

@@ -175,6 +175,47 @@ def test_alpha_grid_and_path_early_stop():
     assert errors[best] == min(errors)
 
 
+def test_path_with_a_draw_per_value_fits_each_on_its_own_draw():
+    X, y, E, b = small_problem(n=100, d=4, seed=7)
+    X_val, y_val, _, _ = small_problem(n=60, d=4, seed=8)
+    grid = alpha_grid(X, 6)
+    rng = np.random.default_rng(9)
+    draws = {0: (E, b)}
+
+    def draw(index):
+        assert index == len(draws)  # asked for in order, once each
+        draws[index] = (torch.tensor(rng.normal(size=E.shape) / 2.0), torch.tensor(rng.uniform(0, 6.28, b.shape)))
+        return draws[index]
+
+    best, errors, solutions = srff_regularisation_path(X, y, X_val, y_val, E, b, grid, draw=draw, max_iter=10)
+    assert len(draws) == len(errors) == 6
+    for index, (alpha, error) in enumerate(zip(grid, errors)):
+        # naive reference: refit that value on its draw and score it
+        reference = fit_srff(X, y, *draws[index], alpha, max_iter=10)
+        prediction = srff_features(X_val, reference.gamma, *draws[index]) @ reference.coef + reference.intercept
+        assert error == pytest.approx(float(torch.mean((y_val - prediction) ** 2)), rel=1e-12)
+    # only the best value keeps its draw
+    assert solutions[best].frequencies is draws[best][0] and solutions[best].offsets is draws[best][1]
+    assert all(s.frequencies is None for i, s in enumerate(solutions) if i != best)
+
+
+def test_estimator_keeps_the_draw_of_the_chosen_alpha():
+    X, y = make_gregorova_se1(200, random_state=8)
+    params = {**FAST, "refit": False, "alphas": np.geomspace(1e4, 1.0, 6), "n_iter_no_change": None}
+    one = SRFFRegressor(**params).fit(X, y)
+    each = SRFFRegressor(**params, draw_per_alpha=True).fit(X, y)
+    # the first grid value is fitted on the same first draw either way
+    assert each.validation_errors_[0] == pytest.approx(one.validation_errors_[0], rel=1e-12)
+    assert not np.allclose(each.validation_errors_[1:], one.validation_errors_[1:])
+    # the fitted model is the chosen value's, on its draw: prediction by hand matches
+    standardised = (X - X.mean(axis=0)) / X.std(axis=0)
+    phases = (standardised * each.gamma_) @ each.random_weights_ + each.random_offset_
+    by_hand = np.sqrt(2.0) * np.cos(phases) @ each.coef_ + each.intercept_
+    np.testing.assert_allclose(each.predict(X), by_hand, rtol=1e-10, atol=1e-10)
+    validation = each.validation_errors_
+    assert each.alpha_ == each.alphas_[np.argmin(validation)]
+
+
 def test_median_neighbour_distance_matches_brute_force(rng):
     X = rng.normal(size=(200, 3))
     D = cdist(X, X)

@@ -189,6 +189,9 @@ class SRFFSolution:
     intercept: torch.Tensor
     n_iter: int
     objective: list = field(default_factory=list)
+    # the draw (E, b) the solution was fitted with, kept by the path for its best value
+    frequencies: torch.Tensor | None = None
+    offsets: torch.Tensor | None = None
 
 
 def fit_srff(
@@ -268,24 +271,32 @@ def alpha_grid(X, n_alphas=50, *, decades=9.8):
 
 
 def srff_regularisation_path(
-    X, y, X_val, y_val, frequencies, offsets, alphas, *, warm_start=False, patience=None, **fit_params
+    X, y, X_val, y_val, frequencies, offsets, alphas, *, warm_start=False, patience=None, draw=None, **fit_params
 ):
     """Fit :func:`fit_srff` for each ``alpha`` in ``alphas`` and score it on validation data.
 
     ``alphas`` are visited in the given order. ``warm_start`` starts ``gamma`` from the
     previous solution instead of the uniform point (the paper restarts from the uniform
-    point). ``patience``: stop once the validation error has not improved for that many
-    consecutive values, counting only once the best error is 1% under the first
+    point). ``draw``: None fits every value on the one draw ``(frequencies, offsets)``;
+    a callable ``draw(k) -> (frequencies, offsets)`` gives the ``k``-th value (``k >= 1``)
+    a fresh draw, as the authors' experiments do (Algorithm 1 draws ``epsilon`` and
+    ``b`` each time it runs), so the validation error chooses among draws as well as
+    penalties. ``patience``: stop once the validation error has not improved for that
+    many consecutive values, counting only once the best error is 1% under the first
     one (at the top of the grid every coefficient is shrunk to zero and the error is
     flat or creeps up before the model starts to learn) and only values more than
     0.1% worse than the best (None visits the whole grid).
 
     Returns ``(best_index, errors, solutions)`` with ``errors`` the validation mean
-    squared errors of the visited values.
+    squared errors of the visited values; ``solutions[best_index]`` carries its draw in
+    ``frequencies`` and ``offsets`` (the others drop theirs, so memory stays that of
+    two draws).
     """
     errors, solutions = [], []
     best, since_best, gamma = None, 0, None
-    for alpha in alphas:
+    for index, alpha in enumerate(alphas):
+        if draw is not None and index > 0:
+            frequencies, offsets = draw(index)
         solution = fit_srff(X, y, frequencies, offsets, alpha, initial_gamma=gamma, **fit_params)
         if warm_start:
             gamma = solution.gamma
@@ -294,6 +305,9 @@ def srff_regularisation_path(
         errors.append(error)
         solutions.append(solution)
         if best is None or error < errors[best]:
+            if best is not None:
+                solutions[best].frequencies = solutions[best].offsets = None
+            solution.frequencies, solution.offsets = frequencies, offsets
             best, since_best = len(errors) - 1, 0
         elif errors[best] < 0.99 * errors[0] and error > errors[best] * (1.0 + 1e-3):
             since_best += 1

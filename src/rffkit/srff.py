@@ -72,6 +72,15 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         (paper §5.0.1), on a subsample of 500 query points for larger inputs.
     validation_fraction : float, default=0.2
         Fraction of the samples held out to choose ``alpha``.
+    draw_per_alpha : bool, default=False
+        Give each grid value its own draw of ``epsilon`` and ``b``, as the authors'
+        experiments do (Algorithm 1 draws them each time it runs), so the validation
+        error chooses among draws as well as penalties and the model keeps the draw of
+        the chosen value. It helps when the validation split is large (SE2 at n = 5k,
+        1k held out: test RMSE 1.43 -> 1.29 over 6 repetitions) and hurts when it is
+        small, where the search overfits the split (SE1 at n = 1.5k, 300 held out: the
+        chosen draw can rank irrelevant inputs first and predict worse than the mean).
+        The default fits the whole grid on one draw. Ignored with a single ``alpha``.
     n_iter_no_change : int or None, default=5
         Stop the search along the grid (visited from the largest ``alpha`` down) once
         the validation error has not improved for that many consecutive values after
@@ -176,6 +185,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         "alphas": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
         "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "draw_per_alpha": ["boolean"],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "refit": ["boolean"],
         "fit_intercept": ["boolean"],
@@ -194,6 +204,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         alphas=50,
         length_scale=None,
         validation_fraction=0.2,
+        draw_per_alpha=False,
         n_iter_no_change=5,
         refit=True,
         fit_intercept=True,
@@ -208,6 +219,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         self.alphas = alphas
         self.length_scale = length_scale
         self.validation_fraction = validation_fraction
+        self.draw_per_alpha = draw_per_alpha
         self.n_iter_no_change = n_iter_no_change
         self.refit = refit
         self.fit_intercept = fit_intercept
@@ -271,11 +283,13 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             if self.length_scale is not None
             else median_neighbour_distance(standardised[train_index], rng=rng)
         )
-        weights = rng.standard_normal((n_features, self.n_components)) / width
-        offsets = rng.uniform(0.0, 2.0 * np.pi, self.n_components)
-
         tensor = lambda array: as_tensor(array, dtype=dtype, device=device)  # noqa: E731
-        frequencies, phase = tensor(weights), tensor(offsets)
+
+        def draw(index=0):  # the path asks for draws 1, 2, ... in order, so rng stays reproducible
+            weights = rng.standard_normal((n_features, self.n_components)) / width
+            return tensor(weights), tensor(rng.uniform(0.0, 2.0 * np.pi, self.n_components))
+
+        frequencies, phase = draw()
         fit_params = dict(
             tol=self.tol, max_iter=self.max_iter, max_inner_iter=self.max_inner_iter,
             fit_intercept=self.fit_intercept,
@@ -286,12 +300,13 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             grid = alpha_grid(X_train, int(self.alphas)) if explicit is None else [float(a) for a in explicit]
             best, errors, solutions = srff_regularisation_path(
                 X_train, y_train, X_all[validation_index], y_all[validation_index], frequencies, phase, grid,
-                patience=self.n_iter_no_change, **fit_params,
+                patience=self.n_iter_no_change, draw=draw if self.draw_per_alpha else None, **fit_params,
             )  # fmt: skip
             if self.verbose:
                 for alpha, error in zip(grid, errors):
                     print(f"{name}: alpha={alpha:.4g} validation MSE={error:.6g}")
             alpha = grid[best]
+            frequencies, phase = solutions[best].frequencies, solutions[best].offsets
             solution = fit_srff(X_all, y_all, frequencies, phase, alpha, **fit_params) if self.refit else solutions[best]
             self.alphas_ = np.asarray(grid[: len(errors)])
             self.validation_errors_ = np.asarray(errors)
@@ -303,8 +318,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
 
         self._x_mean, self._x_scale = mean, scale
         self.length_scale_ = width
-        self.random_weights_ = weights
-        self.random_offset_ = offsets
+        self.random_weights_ = to_numpy(frequencies).astype(np.float64)
+        self.random_offset_ = to_numpy(phase).astype(np.float64)
         self.alpha_ = float(alpha)
         self.gamma_ = to_numpy(solution.gamma).astype(np.float64)
         top = self.gamma_.max()
