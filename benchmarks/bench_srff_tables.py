@@ -310,25 +310,29 @@ def write_markdown(rows, path, args, notes):
         table = {"SE1": "Table 3", "SE2": "Table 5", "SE3": "Table 6"}[problem]
         lines += [f"## {problem} ({table}): test RMSE", ""]
         lines.append(
-            "| n | reps | " + " | ".join(METHODS) + " | SRFF / paper SRFF | SRFF / Mean (paper's) | RFFNet − SRFF (w/k) |"
+            "| n | reps | " + " | ".join(METHODS) + " | SRFF / paper SRFF (SRFF-1draw) | SRFF / Mean (paper's)"
+            " | RFFNet − SRFF (w/k) | RFFNet − SRFF-1draw (w/k) |"
         )
-        lines.append("|---" * (len(METHODS) + 5) + "|")
+        lines.append("|---" * (len(METHODS) + 6) + "|")
         for n in sizes:
             chosen = [r for r in rows if r["problem"] == problem and r["n"] == n]
             reps = len({r["rep"] for r in chosen})
             cells = [fmt([r["rmse"] for r in chosen if r["method"] == m], reps) for m in METHODS]
             paper = PAPER[problem].get(n, {})
-            ours = [r["rmse"] for r in chosen if r["method"] == "SRFF"]
-            ratio = f"{np.mean(ours) / paper['SRFF'][0]:.3f}" if ours and "SRFF" in paper else "–"
+            ratios = []
+            for m in SRFF_METHODS:
+                ours = [r["rmse"] for r in chosen if r["method"] == m]
+                ratios.append(f"{np.mean(ours) / paper['SRFF'][0]:.3f}" if ours and "SRFF" in paper else "–")
+            ratio = f"{ratios[1]} ({ratios[0]})"
             by_rep = {(r["rep"], r["method"]): r["rmse"] for r in chosen}
             relative = [by_rep[rep, "SRFF"] / by_rep[rep, "Mean"] for rep, m in by_rep if m == "SRFF" and (rep, "Mean") in by_rep]
             paper_relative = f" ({paper['SRFF'][0] / paper['Mean'][0]:.3f})" if paper else ""
             relative_cell = f"{np.mean(relative):.3f}{paper_relative}" if relative else "–"
-            paired = paired_difference(chosen, "RFFNet", "SRFF")
+            paired = " | ".join(paired_difference(chosen, "RFFNet", m) for m in reversed(SRFF_METHODS))
             lines.append(f"| {n} | {reps} | " + " | ".join(cells) + f" | {ratio} | {relative_cell} | {paired} |")
             if paper:
                 paper_cells = [f"{paper[m][0]:.3f} ({paper[m][1]:.3f})" if m in paper else "–" for m in METHODS]
-                lines.append(f"| *paper* {n} | 30 | " + " | ".join(paper_cells) + " | | | |")
+                lines.append(f"| *paper* {n} | 30 | " + " | ".join(paper_cells) + " | | | | |")
         lines += ["", f"### {problem}: fit + predict seconds (mean) / peak RSS increase MiB (max)", ""]
         lines.append("| n | " + " | ".join(METHODS) + " |")
         lines.append("|---" * (len(METHODS) + 1) + "|")

@@ -101,7 +101,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     device : str, default='cpu'
         Torch device for the numerics: ``'cpu'``, ``'cuda'``, ``'cuda:N'`` or ``'auto'``.
     random_state : int, RandomState instance or None, default=None
-        Controls the validation split, the draw of ``epsilon`` and ``b`` and the
+        Controls the validation split, the draws of ``epsilon`` and ``b`` and the
         subsample of the width heuristic. Global random state is never modified.
     verbose : int, default=0
         Print the validation error of each ``alpha`` when positive.
@@ -123,7 +123,8 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
     length_scale_ : float
         The kernel width ``sigma`` used.
     random_weights_ : ndarray of shape (n_features_in_, n_components)
-        ``epsilon / sigma``, the unscaled frequencies.
+        ``epsilon / sigma``, the unscaled frequencies (of the chosen draw with
+        ``draw_per_alpha``).
     random_offset_ : ndarray of shape (n_components,)
         The phases ``b``.
     alphas_ : ndarray of shape (n_visited,)
