@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
-# (results file, script that writes it); the first heading and first table are shown
+# (results file, script that writes it); the first heading and first table are shown,
+# and for the files in MORE_TABLES also every table under a heading containing the text
+MORE_TABLES = {"srff_tables.md": "test RMSE"}
 SECTIONS = [
     ("rffnet_se.md", "bench_rffnet_se.py"),
     ("se1_landscape.md", "bench_se1_landscape.py"),
@@ -44,16 +46,35 @@ def first_table(text):
     return heading, "\n".join(table)
 
 
+def tables_under(text, marker):
+    """Each table that follows a heading containing ``marker``, with that heading as ####."""
+    parts, lines = [], text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("#") and marker in line:
+            table = []
+            for following in lines[index + 1 :]:
+                if following.startswith("|"):
+                    table.append(following)
+                elif table or following.startswith("#"):
+                    break
+            if table:
+                parts.append(f"#### {line.lstrip('#').strip()}\n\n" + "\n".join(table))
+    return parts
+
+
 def build():
     parts = []
     for name, script in SECTIONS:
         path = RESULTS / name
         if not path.exists():
             continue
-        heading, table = first_table(path.read_text())
+        text = path.read_text()
+        heading, table = first_table(text)
+        tables = tables_under(text, MORE_TABLES[name]) if name in MORE_TABLES else [table]
+        body = "\n\n".join(tables)
         parts.append(
             f"### {heading}\n\nFrom `benchmarks/{script}` "
-            f"(full output: [`benchmarks/results/{name}`](benchmarks/results/{name})).\n\n{table}\n"
+            f"(full output: [`benchmarks/results/{name}`](benchmarks/results/{name})).\n\n{body}\n"
         )
     return "\n".join(parts)
 

@@ -129,3 +129,16 @@ def test_table2_update_keeps_other_rows_and_the_notes(table2, tmp_path):
 def test_table2_update_needs_a_table(table2):
     with pytest.raises(SystemExit, match="does not exist"):
         _table2(table2, "--update", "--methods", "bard")
+
+
+def test_readme_takes_every_table_under_a_matching_heading(tmp_path, monkeypatch):
+    update_readme = _load("update_readme", tmp_path, monkeypatch)
+    text = "\n".join([
+        "# Title", "", "| a |", "|---|", "| 1 |", "",
+        "## SE1: test RMSE", "", "| b |", "|---|", "| 2 |", "",
+        "### SE1: seconds", "", "| c |", "|---|", "| 3 |", "",
+        "## SE2: test RMSE", "note", "| d |", "|---|", "| 4 |",
+    ])  # fmt: skip
+    parts = update_readme.tables_under(text, "test RMSE")
+    assert parts == ["#### SE1: test RMSE\n\n| b |\n|---|\n| 2 |", "#### SE2: test RMSE\n\n| d |\n|---|\n| 4 |"]
+    assert update_readme.tables_under("## test RMSE\n\nno table\n## next\n| x |", "test RMSE") == []
