@@ -272,22 +272,21 @@ def fmt(values, reps=None):
     if values.size == 0:
         return "–"
     count = f" [{values.size}]" if reps is not None and values.size < reps else ""
-    return _mean_sd(values) + count
+    summary = f"{values.mean():.3f} ({values.std(ddof=1):.3f})" if values.size > 1 else f"{values[0]:.3f}"
+    return summary + count
 
 
-def paired_difference(chosen, first, second):
-    """``first - second`` RMSE over the repetitions where both ran: ``mean ± se (wins/k)``."""
-    by_rep = {(r["rep"], r["method"]): r["rmse"] for r in chosen}
+def paired_difference(by_rep, first, second):
+    """``first - second`` RMSE over the repetitions where both ran: ``mean ± se (wins/k)``.
+
+    ``by_rep`` maps ``(rep, method)`` to the RMSE.
+    """
     common = sorted({rep for rep, _ in by_rep if (rep, first) in by_rep and (rep, second) in by_rep})
     if not common:
         return "–"
     difference = np.array([by_rep[rep, first] - by_rep[rep, second] for rep in common])
     spread = f" ± {difference.std(ddof=1) / np.sqrt(difference.size):.4f}" if difference.size > 1 else ""
     return f"{difference.mean():+.4f}{spread} ({int(np.sum(difference < 0))}/{difference.size})"
-
-
-def _mean_sd(values):
-    return f"{values.mean():.3f} ({values.std(ddof=1):.3f})" if values.size > 1 else f"{values[0]:.3f}"
 
 
 def write_markdown(rows, path, args, notes):
@@ -328,7 +327,7 @@ def write_markdown(rows, path, args, notes):
             relative = [by_rep[rep, "SRFF"] / by_rep[rep, "Mean"] for rep, m in by_rep if m == "SRFF" and (rep, "Mean") in by_rep]
             paper_relative = f" ({paper['SRFF'][0] / paper['Mean'][0]:.3f})" if paper else ""
             relative_cell = f"{np.mean(relative):.3f}{paper_relative}" if relative else "–"
-            paired = " | ".join(paired_difference(chosen, "RFFNet", m) for m in reversed(SRFF_METHODS))
+            paired = " | ".join(paired_difference(by_rep, "RFFNet", m) for m in reversed(SRFF_METHODS))
             lines.append(f"| {n} | {reps} | " + " | ".join(cells) + f" | {ratio} | {relative_cell} | {paired} |")
             if paper:
                 paper_cells = [f"{paper[m][0]:.3f} ({paper[m][1]:.3f})" if m in paper else "–" for m in METHODS]
