@@ -453,6 +453,8 @@ def main(argv=None):
     parser.add_argument("--se3-reps", type=int, default=1, help="repetitions for SE3 (any n)")
     parser.add_argument("--start-rep", type=int, default=0, help="first repetition index (to add repetitions)")
     parser.add_argument("--srff-dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1 keeps the methods' seconds comparable; say so in a --note otherwise)")
     parser.add_argument("--output", default="srff_tables", help="file stem under benchmarks/results/")
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the .md from the .csv and notes, fit nothing")
     parser.add_argument("--note", action="append", default=[],
@@ -463,7 +465,9 @@ def main(argv=None):
     if args.markdown_only:
         return rewrite_markdown(args)
 
-    torch.set_num_threads(1)
+    if args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     methods = list(args.methods)
     run_notes = []
     if "RFFNet" in methods:

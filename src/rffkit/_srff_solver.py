@@ -124,11 +124,12 @@ def gamma_loss_and_gradient(X, y, coef, gamma, frequencies, offsets, *, fit_inte
     """``f(gamma)`` and its gradient, equation (11) of the paper.
 
     ``df/dgamma_s = 2 sqrt(2) sum_i x_is sum_j r_i a_j sin(u_ij + b_j) E_sj`` with
-    ``r = y_c - Z_c a``: one ``(n, D) x (D, d)`` product, whatever the kernel.
+    ``r = y_c - Z_c a``: with ``W_ij = r_i a_j sin(u_ij + b_j)`` it is the row sums of
+    ``(X^T W) * E``, one ``(d, n) x (n, D)`` product and no ``(n, d)`` temporary.
     """
     residual, sines = _residual(X, y, coef, gamma, frequencies, offsets, fit_intercept, need_sin=True)
     weighted = sines.mul_(residual.unsqueeze(1) * coef.unsqueeze(0))
-    gradient = (2.0 * _SQRT2) * torch.sum(X * (weighted @ frequencies.T), dim=0)
+    gradient = (2.0 * _SQRT2) * torch.sum((X.T @ weighted) * frequencies, dim=1)
     return residual @ residual, gradient
 
 
