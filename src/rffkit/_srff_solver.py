@@ -104,8 +104,8 @@ def ridge_coefficients(Z, y, alpha, *, fit_intercept=True):
     return coef, intercept
 
 
-def _residual(X, y, coef, gamma, frequencies, offsets, fit_intercept, need_sin=False):
-    phases = _phases(X, gamma, frequencies, offsets)
+def _residual(y, coef, phases, fit_intercept, need_sin=False):
+    """``r = y_c - Z_c a`` from the phases ``X diag(gamma) E + b`` (and their sines)."""
     prediction = _SQRT2 * (torch.cos(phases) @ coef)
     residual = y - prediction
     if fit_intercept:
@@ -114,9 +114,16 @@ def _residual(X, y, coef, gamma, frequencies, offsets, fit_intercept, need_sin=F
     return residual, sines
 
 
+def _loss_and_gradient(X, y, coef, phases, frequencies, fit_intercept):
+    residual, sines = _residual(y, coef, phases, fit_intercept, need_sin=True)
+    weighted = sines.mul_(residual.unsqueeze(1) * coef.unsqueeze(0))
+    gradient = (2.0 * _SQRT2) * torch.sum((X.T @ weighted) * frequencies, dim=1)
+    return residual @ residual, gradient
+
+
 def gamma_loss(X, y, coef, gamma, frequencies, offsets, *, fit_intercept=True):
     """``f(gamma) = ||y_c - Z_c(gamma) a||^2`` (centred when ``fit_intercept``)."""
-    residual, _ = _residual(X, y, coef, gamma, frequencies, offsets, fit_intercept)
+    residual, _ = _residual(y, coef, _phases(X, gamma, frequencies, offsets), fit_intercept)
     return residual @ residual
 
 
@@ -127,10 +134,8 @@ def gamma_loss_and_gradient(X, y, coef, gamma, frequencies, offsets, *, fit_inte
     ``r = y_c - Z_c a``: with ``W_ij = r_i a_j sin(u_ij + b_j)`` it is the row sums of
     ``(X^T W) * E``, one ``(d, n) x (n, D)`` product and no ``(n, d)`` temporary.
     """
-    residual, sines = _residual(X, y, coef, gamma, frequencies, offsets, fit_intercept, need_sin=True)
-    weighted = sines.mul_(residual.unsqueeze(1) * coef.unsqueeze(0))
-    gradient = (2.0 * _SQRT2) * torch.sum((X.T @ weighted) * frequencies, dim=1)
-    return residual @ residual, gradient
+    phases = _phases(X, gamma, frequencies, offsets)
+    return _loss_and_gradient(X, y, coef, phases, frequencies, fit_intercept)
 
 
 def fista_gamma(
@@ -147,21 +152,37 @@ def fista_gamma(
 
     Returns ``(gamma, step, history)`` with ``history`` the objective at each iterate.
     """
-    current = gamma
-    current_value = float(gamma_loss(X, y, coef, current, frequencies, offsets, fit_intercept=fit_intercept))
+    gamma, step, history, _ = _fista_gamma(
+        X, y, coef, gamma, _phases(X, gamma, frequencies, offsets), frequencies, offsets,
+        radius=radius, step=step, max_iter=max_iter, tol=tol, fit_intercept=fit_intercept, shrink=shrink,
+    )  # fmt: skip
+    return gamma, step, history
+
+
+def _fista_gamma(
+    X, y, coef, gamma, phases, frequencies, offsets, *, radius, step, max_iter, tol, fit_intercept, shrink
+):
+    """:func:`fista_gamma` from the phases ``U(gamma) = X diag(gamma) E + b`` at ``gamma``.
+
+    ``U`` is affine in ``gamma``, so the extrapolated point ``y = g + beta (g - g_prev)``
+    has phases ``U(g) + beta (U(g) - U(g_prev))`` without a product with ``X``: each
+    iteration costs one ``(n, d) x (d, D)`` product per trial point and one for the
+    gradient instead of one more for ``U(y)``. Also returns ``U`` at the returned gamma.
+    """
+    current, current_phases = gamma, phases
+    residual, _ = _residual(y, coef, current_phases, fit_intercept)
+    current_value = float(residual @ residual)
     history = [current_value]
-    extrapolated, momentum = current, 1.0
+    extrapolated, extrapolated_phases, momentum = current, current_phases, 1.0
     for _ in range(max_iter):
-        base_value, gradient = gamma_loss_and_gradient(
-            X, y, coef, extrapolated, frequencies, offsets, fit_intercept=fit_intercept
-        )
+        base_value, gradient = _loss_and_gradient(X, y, coef, extrapolated_phases, frequencies, fit_intercept)
         base_value = float(base_value)
         while True:
             candidate = project_onto_simplex(extrapolated - step * gradient, radius)
+            candidate_phases = _phases(X, candidate, frequencies, offsets)
             difference = candidate - extrapolated
-            candidate_value = float(
-                gamma_loss(X, y, coef, candidate, frequencies, offsets, fit_intercept=fit_intercept)
-            )
+            residual, _ = _residual(y, coef, candidate_phases, fit_intercept)
+            candidate_value = float(residual @ residual)
             bound = base_value + float(gradient @ difference) + float(difference @ difference) / (2.0 * step)
             if candidate_value <= bound + 1e-12 * abs(base_value) or step < 1e-20:
                 break
@@ -169,16 +190,18 @@ def fista_gamma(
         if candidate_value > current_value:
             if momentum == 1.0:  # a plain gradient step failed to descend: converged
                 break
-            extrapolated, momentum = current, 1.0  # restart
+            extrapolated, extrapolated_phases, momentum = current, current_phases, 1.0  # restart
             continue
         decrease = current_value - candidate_value
         next_momentum = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * momentum * momentum))
-        extrapolated = candidate + ((momentum - 1.0) / next_momentum) * (candidate - current)
-        current, current_value, momentum = candidate, candidate_value, next_momentum
+        beta = (momentum - 1.0) / next_momentum
+        extrapolated = candidate + beta * (candidate - current)
+        extrapolated_phases = candidate_phases + beta * (candidate_phases - current_phases) if beta else candidate_phases
+        current, current_phases, current_value, momentum = candidate, candidate_phases, candidate_value, next_momentum
         history.append(current_value)
         if decrease <= tol * max(abs(current_value), 1e-300):
             break
-    return current, step, history
+    return current, step, history, current_phases
 
 
 @dataclass
@@ -230,15 +253,14 @@ def fit_srff(
     objective = []
     coef = intercept = None
     n_iter = 0
+    phases = _phases(X, gamma, frequencies, offsets)  # carried along with gamma
     for n_iter in range(1, max_iter + 1):
-        Z = srff_features(X, gamma, frequencies, offsets)
-        coef, intercept = ridge_coefficients(Z, y, alpha, fit_intercept=fit_intercept)
-        del Z
+        coef, intercept = ridge_coefficients(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept=fit_intercept)
         penalty = alpha * float(coef @ coef)
-        gamma, step, history = fista_gamma(
-            X, y, coef, gamma, frequencies, offsets,
+        gamma, step, history, phases = _fista_gamma(
+            X, y, coef, gamma, phases, frequencies, offsets,
             radius=radius, step=step * 4.0, max_iter=max_inner_iter, tol=tol * 0.1,
-            fit_intercept=fit_intercept,
+            fit_intercept=fit_intercept, shrink=0.5,
         )  # fmt: skip
         if not objective:
             objective.append(history[0] + penalty)
@@ -247,8 +269,7 @@ def fit_srff(
         if previous - objective[-1] <= tol * max(abs(previous), 1e-300):
             break
     # Final closed-form step so that (a, c) is optimal for the returned gamma.
-    Z = srff_features(X, gamma, frequencies, offsets)
-    coef, intercept = ridge_coefficients(Z, y, alpha, fit_intercept=fit_intercept)
+    coef, intercept = ridge_coefficients(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept=fit_intercept)
     return SRFFSolution(gamma=gamma, coef=coef, intercept=intercept, n_iter=n_iter, objective=objective)
 
 
