@@ -148,6 +148,54 @@ def test_fista_is_monotone_and_stays_on_simplex():
     )
 
 
+def naive_fista(X, y, coef, gamma, E, b, *, radius, step, max_iter, tol):
+    """FISTA with backtracking and restarts, every loss and gradient from scratch."""
+    current, extrapolated, momentum = gamma, gamma, 1.0
+    current_value = float(gamma_loss(X, y, coef, current, E, b))
+    history = [current_value]
+    for _ in range(max_iter):
+        base_value, gradient = gamma_loss_and_gradient(X, y, coef, extrapolated, E, b)
+        while True:
+            candidate = project_onto_simplex(extrapolated - step * gradient, radius)
+            difference = candidate - extrapolated
+            value = float(gamma_loss(X, y, coef, candidate, E, b))
+            bound = float(base_value) + float(gradient @ difference) + float(difference @ difference) / (2 * step)
+            if value <= bound + 1e-12 * abs(float(base_value)):
+                break
+            step *= 0.5
+        if value > current_value:
+            if momentum == 1.0:
+                break
+            extrapolated, momentum = current, 1.0
+            continue
+        next_momentum = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * momentum**2))
+        extrapolated = candidate + (momentum - 1.0) / next_momentum * (candidate - current)
+        decrease = current_value - value
+        current, current_value, momentum = candidate, value, next_momentum
+        history.append(value)
+        if decrease <= tol * abs(value):
+            break
+    return current, history
+
+
+def test_fista_with_carried_phases_follows_the_naive_iteration():
+    # fista_gamma forms the extrapolated point's phases from two known ones (they are
+    # affine in gamma); the naive loop recomputes every phase from X.
+    # A small radius drives 4 of the 6 scales to zero, so the phases of the later
+    # iterates come from the sparse branch (the inputs with gamma > 0 only).
+    X, y, E, b = small_problem(n=120, d=6, seed=0)
+    coef, _ = ridge_coefficients(srff_features(X, torch.ones(6, dtype=torch.float64), E, b), y, 0.1)
+    gamma = torch.full((6,), 0.5 / 6, dtype=torch.float64)
+    # tol stops both before the decreases reach rounding level, where the two can differ
+    options = dict(radius=0.5, step=1.0, max_iter=40, tol=1e-9)
+    new_gamma, _, history = fista_gamma(X, y, coef, gamma, E, b, **options)
+    reference_gamma, reference_history = naive_fista(X, y, coef, gamma, E, b, **options)
+    assert len(history) == len(reference_history) > 10
+    np.testing.assert_allclose(history, reference_history, rtol=1e-10)
+    np.testing.assert_allclose(new_gamma.numpy(), reference_gamma.numpy(), rtol=1e-8, atol=1e-12)
+    assert int((new_gamma == 0).sum()) == 4 and int((reference_gamma == 0).sum()) == 4
+
+
 def test_alternating_objective_decreases_and_converges():
     X, y, E, b = small_problem(n=150, d=5, seed=4)
     solution = fit_srff(X, y, E, b, 0.5, tol=1e-8, max_iter=40, max_inner_iter=10)
