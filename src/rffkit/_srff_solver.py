@@ -114,6 +114,11 @@ def _residual(y, coef, phases, fit_intercept, need_sin=False):
     return residual, sines
 
 
+def _loss(y, coef, phases, fit_intercept):
+    residual, _ = _residual(y, coef, phases, fit_intercept)
+    return residual @ residual
+
+
 def _loss_and_gradient(X, y, coef, phases, frequencies, fit_intercept):
     residual, sines = _residual(y, coef, phases, fit_intercept, need_sin=True)
     weighted = sines.mul_(residual.unsqueeze(1) * coef.unsqueeze(0))
@@ -123,8 +128,7 @@ def _loss_and_gradient(X, y, coef, phases, frequencies, fit_intercept):
 
 def gamma_loss(X, y, coef, gamma, frequencies, offsets, *, fit_intercept=True):
     """``f(gamma) = ||y_c - Z_c(gamma) a||^2`` (centred when ``fit_intercept``)."""
-    residual, _ = _residual(y, coef, _phases(X, gamma, frequencies, offsets), fit_intercept)
-    return residual @ residual
+    return _loss(y, coef, _phases(X, gamma, frequencies, offsets), fit_intercept)
 
 
 def gamma_loss_and_gradient(X, y, coef, gamma, frequencies, offsets, *, fit_intercept=True):
@@ -170,8 +174,7 @@ def _fista_gamma(
     gradient instead of one more for ``U(y)``. Also returns ``U`` at the returned gamma.
     """
     current, current_phases = gamma, phases
-    residual, _ = _residual(y, coef, current_phases, fit_intercept)
-    current_value = float(residual @ residual)
+    current_value = float(_loss(y, coef, current_phases, fit_intercept))
     history = [current_value]
     extrapolated, extrapolated_phases, momentum = current, current_phases, 1.0
     for _ in range(max_iter):
@@ -181,8 +184,7 @@ def _fista_gamma(
             candidate = project_onto_simplex(extrapolated - step * gradient, radius)
             candidate_phases = _phases(X, candidate, frequencies, offsets)
             difference = candidate - extrapolated
-            residual, _ = _residual(y, coef, candidate_phases, fit_intercept)
-            candidate_value = float(residual @ residual)
+            candidate_value = float(_loss(y, coef, candidate_phases, fit_intercept))
             bound = base_value + float(gradient @ difference) + float(difference @ difference) / (2.0 * step)
             if candidate_value <= bound + 1e-12 * abs(base_value) or step < 1e-20:
                 break
