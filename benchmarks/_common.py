@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import ctypes
 import json
 import os
 import threading
@@ -11,10 +12,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def release_freed_memory():
+    """Return freed heap pages to the OS (glibc) so that earlier work does not mask this block's peak."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class PeakRSS:
-    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start."""
+    """Samples this process's resident set size every 5 ms; ``peak_mb`` above start.
+
+    Freed heap pages are returned to the OS first, so the start is not inflated by earlier fits.
+    """
 
     def __enter__(self):
+        release_freed_memory()
         self._page = os.sysconf("SC_PAGE_SIZE")
         self._start = self._peak = self._rss()
         self._stop = threading.Event()

@@ -25,9 +25,9 @@ where the paper does so:
 
 Timings are wall-clock seconds of ``fit`` + test ``predict`` on one thread (BLAS and
 torch), all methods in the same run. Peak memory is the largest resident-set size
-increase over the value before ``fit``, sampled every 10 ms from ``/proc/self/statm``
+increase over the value before ``fit``, sampled every 5 ms from ``/proc/self/statm``
 by a background thread after ``malloc_trim(0)`` (so it counts numpy and torch
-allocations alike; spikes shorter than 10 ms can be missed, and memory the process
+allocations alike; spikes shorter than 5 ms can be missed, and memory the process
 still caches from earlier fits is not counted again).
 
 Writes ``benchmarks/results/srff_tables.csv`` and ``benchmarks/results/srff_tables.md``
@@ -48,10 +48,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
 import os
 import platform
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -63,7 +61,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LassoCV, RidgeCV
 from threadpoolctl import threadpool_limits
 
-from _common import git_commit, load_notes, write_csv_atomically
+from _common import PeakRSS, git_commit, load_notes, write_csv_atomically
 from rffkit.datasets import make_gregorova_se1, make_gregorova_se2, make_gregorova_se3
 from rffkit.srff import SRFFRegressor, median_neighbour_distance
 
@@ -121,45 +119,6 @@ NUMERIC = ("rmse", "seconds", "peak_mib", "alpha", "visited", "width", "relevant
            "irrelevant_max", "top_k_hits")  # fmt: skip
 
 
-def _release_freed_memory():
-    """Return freed heap pages to the OS (glibc) so earlier fits do not mask this one."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-class PeakMemory:
-    """Largest resident-set size increase (MiB) while the block runs, sampled every 10 ms."""
-
-    def __init__(self, interval=0.01):
-        self.interval = interval
-        self.page = os.sysconf("SC_PAGE_SIZE")
-
-    def _rss(self):
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * self.page
-
-    def _watch(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._rss())
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        _release_freed_memory()
-        self.start = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss())
-        self.increase_mib = (self.peak - self.start) / 2**20
-
-
 def load(problem, n_train, rep):
     generator, n_held_out, _ = PROBLEMS[problem]
     seed = 10_000 * rep + n_train + {"SE1": 1, "SE2": 2, "SE3": 3}[problem]
@@ -212,7 +171,7 @@ def rffnet_class():
 def run_method(method, data, rep, srff_dtype):
     (X, X_val, X_test), (y, y_val, y_test), seed = data
     info = {}
-    with PeakMemory() as memory:
+    with PeakRSS() as memory:
         start = time.perf_counter()
         if method == "Mean":
             prediction = np.full(y_test.shape, y.mean())
@@ -250,7 +209,7 @@ def run_method(method, data, rep, srff_dtype):
                 info = {"gamma": np.abs(np.asarray(relevances, dtype=np.float64))}
         seconds = time.perf_counter() - start
     rmse = float(np.sqrt(np.mean((prediction - y_test) ** 2)))
-    return rmse, seconds, memory.increase_mib, info
+    return rmse, seconds, memory.peak_mb, info
 
 
 def summarise_support(gamma, relevant):
