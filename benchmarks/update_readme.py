@@ -21,6 +21,7 @@ SECTIONS = [
     ("rffnet_se.md", "bench_rffnet_se.py"),
     ("se1_landscape.md", "bench_se1_landscape.py"),
     ("srff_tables.md", "bench_srff_tables.py"),
+    ("srff_solver.md", "bench_srff_solver.py"),
     ("rffnet_table2.md", "bench_rffnet_table2.py"),
     ("ablation.md", "bench_ablation.py"),
     ("classification.md", "bench_classification.py"),

@@ -142,3 +142,15 @@ def test_readme_takes_every_table_under_a_matching_heading(tmp_path, monkeypatch
     parts = update_readme.tables_under(text, "test RMSE")
     assert parts == ["#### SE1: test RMSE\n\n| b |\n|---|\n| 2 |", "#### SE2: test RMSE\n\n| d |\n|---|\n| 4 |"]
     assert update_readme.tables_under("## test RMSE\n\nno table\n## next\n| x |", "test RMSE") == []
+
+
+def test_srff_solver_bench_reimplements_the_previous_solver_faithfully(tmp_path, monkeypatch):
+    # the speedup it reports means something only if both loops compute the same thing
+    solver = _load("bench_srff_solver", tmp_path, monkeypatch)
+    solver.main(["--sizes", "150", "--dtype", "float64", "--iterations", "4", "--repeats", "1"])
+    (row,) = _rows(tmp_path / "srff_solver.csv")
+    assert (row["n"], row["d"], row["D"], row["fista_iterations"]) == ("150", "1000", "300", "4")
+    assert float(row["gradient_rel_diff"]) < 1e-12 and float(row["history_rel_diff"]) < 1e-12
+    assert "| 150 | float64 |" in (tmp_path / "srff_solver.md").read_text()
+    with pytest.raises(SystemExit):
+        solver.main(["--sizes", "10"])
