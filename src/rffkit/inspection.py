@@ -1,0 +1,337 @@
+"""Which input columns does a fitted model rely on? Grouped importances and a bar chart.
+
+RFFNet and SRFF learn one relevance per column of the matrix they are fitted on. In a
+:class:`~sklearn.pipeline.Pipeline` that matrix is the output of the preprocessing: a
+:class:`~sklearn.compose.ColumnTransformer` turns the categorical column ``color`` into
+one indicator column per colour and scales the numeric ones, so the model ranks
+``color_red``, ``color_blue``, ... one by one. :func:`grouped_importances` maps every
+column the model saw back to the input column it was made from and adds up (or takes
+the largest of) its importances, so the ranking speaks of the columns of the user's
+table. :func:`plot_relevances` draws that ranking, or the intervals of a
+:class:`~rffkit.RelevanceStability`.
+
+pandas and matplotlib are optional: without pandas the importances come back as a
+``dict``; :func:`plot_relevances` needs matplotlib (``pip install "rffkit[plot]"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from .stability import RelevanceStability
+
+__all__ = ["grouped_importances", "plot_relevances"]
+
+_AGGREGATES = ("sum", "max")
+
+
+def grouped_importances(estimator_or_pipeline, *, aggregate="sum"):
+    """Importances of a fitted model, one per original input column, largest first.
+
+    The final estimator's ``feature_importances_`` (one per column it was fitted on)
+    are made non-negative and divided by their sum, so each is a share of the model's
+    total relevance. When the model ends a :class:`~sklearn.pipeline.Pipeline`, each of
+    those columns is traced back through the preprocessing to the input column it came
+    from (through a :class:`~sklearn.compose.ColumnTransformer`, with
+    ``output_indices_`` and ``transformers_``, and through nested pipelines, feature
+    selectors and column-wise transformers), and the shares of the columns made from
+    one input column are combined by ``aggregate``.
+
+    Parameters
+    ----------
+    estimator_or_pipeline : fitted estimator or Pipeline
+        A fitted estimator with ``feature_importances_`` (RFFNet, SRFF, a tree
+        ensemble, ...), a fitted Pipeline ending in one, or a fitted search object
+        (``GridSearchCV``, ...) whose ``best_estimator_`` is either.
+    aggregate : {'sum', 'max'}, default='sum'
+        How the shares of the columns made from one input column are combined.
+
+        - ``'sum'``: the input column's share of the total relevance. The grouped
+          values again sum to 1, and a categorical column counts as much as the model
+          uses all of its indicator columns together, however its levels split the
+          effect. Its drawback: a column with many levels has many indicators, each
+          with a small relevance even when it is noise, so it collects more.
+        - ``'max'``: the share of its strongest indicator column. It does not grow with
+          the number of levels, but it understates a column whose effect is spread
+          over several levels, and the grouped values no longer sum to 1.
+
+        A numeric column that the preprocessing passes on as one column gets the same
+        value either way.
+
+    Returns
+    -------
+    importances : pandas.Series or dict
+        One entry per input column, indexed by its name (``feature_names_in_`` when
+        the data had column names, else ``'x0'``, ``'x1'``, ...), sorted by decreasing
+        importance (ties in input column order). Columns the preprocessing drops get 0. A ``dict`` in the same order when pandas is not
+        installed.
+
+    Raises
+    ------
+    ValueError
+        When a column of the preprocessing output cannot be traced to a single input
+        column (e.g. an interaction of two columns made by ``PolynomialFeatures``).
+
+    See Also
+    --------
+    plot_relevances : a bar chart of these importances.
+    rffkit.relevance_stability : how much the importances vary over resamples.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> X = pd.DataFrame({"colour": list("rgbrgbrg"), "size": [1., 2, 3, 4, 5, 6, 7, 8]})
+    >>> y = [0., 1, 0, 0, 1, 0, 0, 1]
+    >>> prep = make_column_transformer((OneHotEncoder(), ["colour"]), (StandardScaler(), ["size"]))
+    >>> model = make_pipeline(prep, DecisionTreeRegressor(random_state=0)).fit(X, y)
+    >>> grouped_importances(model)
+    colour    1.0
+    size      0.0
+    Name: importance, dtype: float64
+    """
+    if aggregate not in _AGGREGATES:
+        raise ValueError(f"grouped_importances: aggregate must be 'sum' or 'max', got {aggregate!r}.")
+    shares, owners, names = _shares_and_owners(estimator_or_pipeline)
+    grouped = np.zeros(len(names))
+    combine = np.add if aggregate == "sum" else np.maximum
+    combine.at(grouped, owners, shares)
+    return _sorted_series(names, grouped)
+
+
+def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, grouped=True, *, aggregate="sum"):
+    """Horizontal bar chart of a model's importances, the largest on top.
+
+    Parameters
+    ----------
+    estimator_or_pipeline_or_stability : fitted estimator, Pipeline or RelevanceStability
+        A fitted model as accepted by :func:`grouped_importances`, or the result of
+        :func:`rffkit.relevance_stability`, which is drawn by its own
+        :meth:`~rffkit.RelevanceStability.plot`: mean importances with their
+        percentile intervals and selection frequencies, sorted by mean.
+    ax : matplotlib Axes, default=None
+        Where to draw; None creates a new figure.
+    top : int, default=None
+        Show only the ``top`` most important columns.
+    grouped : bool, default=True
+        Group the importances by original input column (:func:`grouped_importances`);
+        False shows one bar per column the final estimator saw, named as the
+        preprocessing names them (``get_feature_names_out``). Ignored for a
+        RelevanceStability: it holds one interval per column it was computed on, and
+        intervals do not add up.
+    aggregate : {'sum', 'max'}, default='sum'
+        Passed to :func:`grouped_importances` when ``grouped``.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1):
+        raise ValueError(f"plot_relevances: top must be a positive integer or None, got {top!r}.")
+    plt = _pyplot()
+    if isinstance(estimator_or_pipeline_or_stability, RelevanceStability):
+        return estimator_or_pipeline_or_stability.plot(ax=ax, sort=True, max_features=top)
+
+    if grouped:
+        importances = grouped_importances(estimator_or_pipeline_or_stability, aggregate=aggregate)
+        xlabel = "share of the total relevance" if aggregate == "sum" else "largest share among its columns"
+    else:
+        shares, _, _ = _shares_and_owners(estimator_or_pipeline_or_stability)
+        importances = _sorted_series(_model_input_names(estimator_or_pipeline_or_stability, len(shares)), shares)
+        xlabel = "share of the total relevance"
+    names, values = _names_and_values(importances)
+    names, values = names[:top], values[:top]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.0, 0.3 * len(names) + 1.2))
+    positions = np.arange(len(names))[::-1]  # the first (largest) bar at the top
+    ax.barh(positions, values, color="tab:blue", alpha=0.85)
+    ax.set_yticks(positions)
+    ax.set_yticklabels([str(name) for name in names], fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{type(_final_estimator(estimator_or_pipeline_or_stability)).__name__} importances", fontsize=9)
+    return ax
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt  # optional dependency: imported only to plot
+    except ImportError as exc:
+        raise ImportError(
+            'plot_relevances needs matplotlib, which rffkit does not install by default: pip install "rffkit[plot]" '
+            "(or pip install matplotlib)."
+        ) from exc
+    return plt
+
+
+def _unwrap(model):
+    """A fitted search object stands for its best estimator."""
+    return getattr(model, "best_estimator_", model)
+
+
+def _final_estimator(model):
+    model = _unwrap(model)
+    return model.steps[-1][1] if isinstance(model, Pipeline) else model
+
+
+def _shares_and_owners(model):
+    """Normalised importances of the final estimator, the input column each comes from, input names."""
+    model = _unwrap(model)
+    final = _final_estimator(model)
+    if isinstance(model, Pipeline):
+        check_is_fitted(model)
+    name = type(final).__name__
+    if not hasattr(final, "feature_importances_"):
+        raise TypeError(
+            f"grouped_importances: the fitted {name} has no feature_importances_; use an estimator that has "
+            "(RFFNetRegressor, RFFNetClassifier, SRFFRegressor, a tree ensemble) and fit it first."
+        )
+    importances = np.abs(np.asarray(final.feature_importances_, dtype=float).ravel())
+    if not np.all(np.isfinite(importances)):
+        raise ValueError(f"grouped_importances: the fitted {name} has non-finite feature_importances_.")
+    total = importances.sum()
+    shares = importances / total if total > 0 else importances
+
+    if not isinstance(model, Pipeline) or len(model.steps) == 1:
+        names = _input_names(final, importances.shape[0])
+        return shares, np.arange(importances.shape[0]), names
+    preprocessing = model[:-1]
+    names = _input_names(model, None)
+    if names is None:
+        names = _input_names(preprocessing.steps[0][1], None)
+    if names is None:
+        raise ValueError("grouped_importances: cannot tell how many input columns the pipeline was fitted on.")
+    _, owners = _trace(preprocessing, names)
+    if len(owners) != shares.shape[0]:
+        raise ValueError(
+            f"grouped_importances: the preprocessing outputs {len(owners)} columns but {name} has "
+            f"{shares.shape[0]} feature_importances_."
+        )
+    return shares, np.asarray(owners, dtype=int), names
+
+
+def _input_names(fitted, n_features):
+    names = getattr(fitted, "feature_names_in_", None)
+    if names is not None:
+        return [str(name) for name in names]
+    n_features = getattr(fitted, "n_features_in_", n_features)
+    return None if n_features is None else [f"x{i}" for i in range(n_features)]
+
+
+def _model_input_names(model, n_columns):
+    """Names of the columns the final estimator saw (the preprocessing's output names)."""
+    model = _unwrap(model)
+    if isinstance(model, Pipeline) and len(model.steps) > 1:
+        try:
+            return [str(name) for name in model[:-1].get_feature_names_out()]
+        except (AttributeError, ValueError):
+            pass
+    return _input_names(_final_estimator(model), n_columns)
+
+
+def _trace(transformer, names):
+    """Output names of a fitted ``transformer`` fed columns ``names``, and each one's input index."""
+    if transformer is None or (isinstance(transformer, str) and transformer == "passthrough"):
+        return list(names), list(range(len(names)))
+    if isinstance(transformer, str) and transformer == "drop":
+        return [], []
+    if isinstance(transformer, Pipeline):
+        out_names, owners = list(names), list(range(len(names)))
+        for _, step in transformer.steps:
+            out_names, step_owners = _trace(step, out_names)
+            owners = [owners[j] for j in step_owners]
+        return out_names, owners
+    if isinstance(transformer, ColumnTransformer):
+        return _trace_column_transformer(transformer, names)
+    if hasattr(transformer, "get_support"):  # feature selectors keep a subset of their input
+        kept = np.flatnonzero(transformer.get_support()).tolist()
+        return [names[j] for j in kept], kept
+    return _trace_by_name(transformer, names)
+
+
+def _trace_column_transformer(transformer, names):
+    out_names, owners = [], []
+    for label, fitted, columns in transformer.transformers_:
+        block = transformer.output_indices_[label]
+        if block.stop <= block.start:  # dropped, or selected no column
+            continue
+        indices = _column_indices(columns, names)
+        sub_names, sub_owners = _trace(fitted, [names[i] for i in indices])
+        if len(sub_owners) != block.stop - block.start:
+            raise ValueError(
+                f"grouped_importances: the transformer {label!r} of the ColumnTransformer outputs "
+                f"{block.stop - block.start} columns but {len(sub_owners)} could be traced to its inputs."
+            )
+        out_names += sub_names
+        owners += [indices[j] for j in sub_owners]
+    return out_names, owners
+
+
+def _column_indices(columns, names):
+    """Positions in ``names`` of a ColumnTransformer column specification (names, ints, mask, slice)."""
+    if isinstance(columns, slice):
+        if isinstance(columns.start, str) or isinstance(columns.stop, str):  # label slices include the stop
+            start = 0 if columns.start is None else names.index(columns.start)
+            stop = len(names) if columns.stop is None else names.index(columns.stop) + 1
+            return list(range(start, stop))
+        return list(range(len(names)))[columns]
+    columns = [columns] if np.isscalar(columns) else list(columns)
+    if columns and all(isinstance(c, (bool, np.bool_)) for c in columns):
+        return np.flatnonzero(columns).tolist()
+    return [names.index(str(c)) if isinstance(c, str) else int(c) for c in columns]
+
+
+def _trace_by_name(transformer, names):
+    """Trace the outputs of a transformer through its ``get_feature_names_out``.
+
+    One output per input with the same names: column-wise (a scaler, an imputer). One
+    input: every output comes from it. Otherwise each output must be named after one
+    input followed by ``_`` (a one-hot encoder's ``color_red``); when two input names both
+    fit, the longer one wins.
+    """
+    label = type(transformer).__name__
+    try:
+        out_names = [str(name) for name in transformer.get_feature_names_out(names)]
+    except (AttributeError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"grouped_importances: cannot trace the columns of {label}: it has no usable get_feature_names_out ({exc})."
+        ) from exc
+    if out_names == list(names):
+        return out_names, list(range(len(names)))
+    if len(names) == 1:
+        return out_names, [0] * len(out_names)
+    owners = []
+    for out_name in out_names:
+        matches = [i for i, name in enumerate(names) if out_name.startswith(f"{name}_")]
+        if not matches:
+            raise ValueError(
+                f"grouped_importances: the output column {out_name!r} of {label} does not come from a single input "
+                f"column among {list(names)}; grouping needs each output traced to one input (apply such a "
+                "transformer to one column at a time in the ColumnTransformer)."
+            )
+        owners.append(max(matches, key=lambda i: len(names[i])))
+    return out_names, owners
+
+
+def _names_and_values(importances):
+    """Names and values of a result of :func:`grouped_importances` (a Series or a dict)."""
+    if isinstance(importances, dict):
+        return list(importances), np.asarray(list(importances.values()), dtype=float)
+    return [str(name) for name in importances.index], importances.to_numpy(dtype=float)
+
+
+def _sorted_series(names, values):
+    order = np.argsort(-np.asarray(values, dtype=float), kind="stable")
+    try:
+        import pandas as pd  # optional dependency
+    except ImportError:
+        return {names[i]: float(values[i]) for i in order}
+    return pd.Series(np.asarray(values, dtype=float)[order], index=[names[i] for i in order], name="importance")
