@@ -58,7 +58,7 @@ def fit_one(problem, n_train, seed):
         "fit_s": fit_s,
         "solver": model.solver_,
         "n_iter": model.n_iter_,
-        "n_random_features": model.n_random_features_,
+        "n_components": model.n_components_,
         "validation_mse": float(np.mean((model.predict(X_va) - y_va) ** 2)),
         "test_mse": float(np.mean((model.predict(X_te) - y_te) ** 2)),
         "min_relevant": float(importances[relevant].min()),
@@ -137,7 +137,7 @@ def write(rows, args):
     for row in rows:
         lines.append(
             f"| {row['problem']} | {row['n_train']:,} | {row['solver']} | {row['n_iter']} "
-            f"| {row['n_random_features']} | {row['fit_s']:.1f} | {row['validation_mse']:.4f} "
+            f"| {row['n_components']} | {row['fit_s']:.1f} | {row['validation_mse']:.4f} "
             f"| {row['test_mse']:.4f} | {row['min_relevant']:.2f} | {row['max_irrelevant']:.2f} "
             f"| {row['mean_irrelevant']:.3f} | {'yes' if row['support_found'] else 'no'} |"
         )

@@ -30,7 +30,7 @@ rffnet
     ``RFFNetRegressor()`` at its defaults.
 rffnet_plus
     RFFNet+ (dissertation §5.3): ``RFFNetRegressor(hidden_layer_sizes=(20, 10),
-    n_random_features=300, ...)``, early stopping with patience 10 and no other
+    n_components=300, ...)``, early stopping with patience 10 and no other
     regularisation, learning rate / batch size / epochs / alpha of :data:`PLUS_PARAMS`,
     chosen on the validation split (see that constant).
 
@@ -164,7 +164,7 @@ def _fit_one(problem, seed, n_train, n_krr, n_srff, method, queue, plus_params=N
             kwargs, result["params"] = {}, "defaults"
         else:
             chosen = PLUS_PARAMS[problem] if plus_params is None else plus_params
-            kwargs = {"hidden_layer_sizes": (20, 10), "n_random_features": 300, **chosen}
+            kwargs = {"hidden_layer_sizes": (20, 10), "n_components": 300, **chosen}
             result["params"] = " ".join(f"{k}={v}" for k, v in chosen.items())
         model = _timed_fit(RFFNetRegressor(random_state=seed, **kwargs), X_tr, y_tr, result)
         importances = model.feature_importances_

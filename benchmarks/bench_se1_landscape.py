@@ -66,7 +66,7 @@ def main():
     target = lambda y: torch.as_tensor((y - y_mean) / y_scale, dtype=torch.float32).reshape(-1, 1)  # noqa: E731
     train, val, test = standardise(X_tr), standardise(X_va), standardise(X_te)
     layer = ARDRandomFourierFeatures.from_kernel(
-        X_tr.shape[1], model.n_random_features_, random_state=args.seed, dtype=torch.float32,
+        X_tr.shape[1], model.n_components_, random_state=args.seed, dtype=torch.float32,
         variant=model.variant,
     )
 
@@ -97,7 +97,7 @@ def main():
         f"{np.max(np.abs(np.delete(lam, support))):.2f}: test MSE {learned_mse:.4f} "
         f"({refit_learned:.4f} when its relevances are refitted with this script's random draw).",
         "",
-        f"Below: the same ridge head ({model.n_random_features_} random features, penalty chosen on the "
+        f"Below: the same ridge head ({model.n_components_} random features, penalty chosen on the "
         "validation split) at relevance `a` on x1, x3 and `b` on x7, x8, x9, 0 elsewhere. "
         f"The best cell, a = {best[0]}, b = {best[1]}, reaches {grid[best]:.4f}: the ARD model can go well "
         "below the searched point, which the gradient search does not reach: the error is flat "

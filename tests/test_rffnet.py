@@ -50,7 +50,7 @@ def test_fitted_attributes(se1_model):
     # raised to min(n, 1000) for the closed-form ('varpro') head
     n = 2700
     assert int(np.floor(np.sqrt(n) * np.log(n))) == 410
-    assert m.n_random_features_ == 1000
+    assert m.n_components_ == 1000
 
 
 def test_irrelevant_feature_fades_on_jordan_se1():
@@ -96,7 +96,7 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     X = rng.normal(size=(4000, 5))
     y = np.sin(1.25 * (X[:, 0] + X[:, 1]) ** 2) + 0.05 * rng.normal(size=4000)
     params = dict(
-        random_state=0, max_iter=3, n_random_features=400, variant="cos", align_frequencies=False,
+        random_state=0, max_iter=3, n_components=400, variant="cos", align_frequencies=False,
         prune_relevances=False,
     )
     plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
@@ -114,13 +114,13 @@ def test_align_frequencies_fits_a_ridge_function_better():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6000, 8))
     y = np.log(X[:, :3].sum(axis=1) ** 2) + 0.1 * rng.normal(size=6000)
-    params = dict(random_state=0, n_random_features=300)
+    params = dict(random_state=0, n_components=300)
     plain = RFFNetRegressor(align_frequencies=False, **params).fit(X[:4000], y[:4000])
     model = RFFNetRegressor(**params).fit(X[:4000], y[:4000])
     mse = lambda m: np.mean((m.predict(X[4000:]) - y[4000:]) ** 2)  # noqa: E731
     assert mse(model) < 0.85 * mse(plain)
     assert set(np.argsort(-model.feature_importances_)[:3]) == {0, 1, 2}
-    assert model.n_random_features_ == 300
+    assert model.n_components_ == 300
     again = RFFNetRegressor(**params).fit(X[:4000], y[:4000])  # the pool is seeded too
     np.testing.assert_array_equal(again.predict(X[4000:]), model.predict(X[4000:]))
     # without a validation split nothing judges the selection, so it is skipped
@@ -191,7 +191,7 @@ def test_get_params_unchanged_by_fit():
     X, y = make_jordan_se1(200, random_state=0)
     model.fit(X, y)
     assert model.get_params() == before
-    assert model.n_random_features is None
+    assert model.n_components is None
 
 
 def test_pickle_round_trip(se1_model, se1):
@@ -269,7 +269,7 @@ def test_bad_data_raises_and_leaves_estimator_unfitted(X, y, match):
     "params, match",
     [
         ({"alpha": -1.0}, "alpha"),
-        ({"n_random_features": 0}, "n_random_features"),
+        ({"n_components": 0}, "n_components"),
         ({"kernel": "polynomial"}, "kernel"),
         ({"validation_fraction": 0.0}, "validation_fraction"),
         ({"validation_fraction": 1.0}, "validation_fraction"),

@@ -5,7 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rffkit import RFFNetClassifier, RFFNetRegressor
 
 # Small, fast configurations: the checks fit dozens of times on tiny data.
-FAST = dict(n_random_features=32, max_iter=30, random_state=0)
+FAST = dict(n_components=32, max_iter=30, random_state=0)
 
 
 @parametrize_with_checks(

@@ -383,3 +383,19 @@ def test_device_gives_the_cpu_model(device):
     assert on_device.alpha_ == on_cpu.alpha_
     np.testing.assert_allclose(on_device.predict(X), on_cpu.predict(X), rtol=1e-5, atol=1e-5)
     assert isinstance(on_device.gamma_, np.ndarray)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a CPU-only machine")
+def test_model_fitted_on_cuda_predicts_after_unpickling_on_cpu():
+    """An SRFF fitted with device='cuda' and unpickled without a GPU predicts on the CPU.
+
+    Fitting on CUDA is simulated: the model is fitted on the CPU and then carries the
+    parameter and the fitted device of a CUDA fit, as an unpickled one would.
+    """
+    X, y = make_gregorova_se1(120, random_state=3)
+    model = SRFFRegressor(**FAST).fit(X, y)
+    expected = model.predict(X)
+    model.set_params(device="cuda")
+    model._device = torch.device("cuda")
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), expected)

@@ -15,6 +15,8 @@ from sklearn.utils import check_random_state
 
 __all__ = [
     "resolve_device",
+    "inference_device",
+    "CPUPicklingMixin",
     "torch_dtype_for",
     "seed_from_random_state",
     "torch_generator",
@@ -51,6 +53,32 @@ def resolve_device(device, *, owner="estimator"):
             "expected 'cpu' or 'cuda'."
         )
     return resolved
+
+
+def inference_device(fitted_device):
+    """The device a fitted model predicts on: where it was fitted, or the CPU without CUDA.
+
+    A model fitted on a GPU and moved to a machine without one predicts on the CPU
+    instead of failing.
+    """
+    fitted_device = torch.device(fitted_device)
+    if fitted_device.type == "cuda" and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return fitted_device
+
+
+class CPUPicklingMixin:
+    """Pickle a fitted estimator with its fitted device (``_device``) set to the CPU.
+
+    A pickled model then always reloads and predicts on a CPU-only machine; the
+    ``device`` parameter is kept as the user passed it.
+    """
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_device" in state:
+            state["_device"] = torch.device("cpu")
+        return state
 
 
 def torch_dtype_for(array):

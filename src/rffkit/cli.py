@@ -24,7 +24,7 @@ def demo(n_samples=10_000, random_state=0, output="rffnet_relevances.png"):
     baseline = float(np.mean((y_train.mean() - y_test) ** 2))
     print(f"RFFNetRegressor on SE1: {n_samples} training points, {X.shape[1]} features, "
           f"relevant features {support.tolist()} (zero-based)")
-    print(f"fit: {seconds:.1f} s, solver={model.solver_}, {model.n_random_features_} random features")
+    print(f"fit: {seconds:.1f} s, solver={model.solver_}, {model.n_components_} random features")
     print(f"test MSE {mse:.4f}   mean-predictor MSE {baseline:.4f}   noise floor 0.0100")
     print("features ranked by relevance (|lambda| scaled to [0, 1]):")
     for rank, index in enumerate(np.argsort(-model.feature_importances_), start=1):

@@ -37,7 +37,7 @@ from ._solvers import (
     marginal_r2,
     refine_layer,
 )
-from ._validation import as_tensor, resolve_device, to_numpy, torch_generator
+from ._validation import CPUPicklingMixin, as_tensor, inference_device, resolve_device, to_numpy, torch_generator
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
 
@@ -103,11 +103,11 @@ class _RFFNetModule(nn.Module):
         return self.head(self.rff(x))
 
 
-class _BaseRFFNet(BaseEstimator):
+class _BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     """Shared parameters, input handling and training loop of the RFFNet estimators."""
 
     _parameter_constraints = {
-        "n_random_features": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
         "variant": [StrOptions({"cos", "cos_sin"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
@@ -132,7 +132,7 @@ class _BaseRFFNet(BaseEstimator):
     def __init__(
         self,
         *,
-        n_random_features=None,
+        n_components=None,
         kernel="gaussian",
         variant="cos_sin",
         alpha="auto",
@@ -153,7 +153,7 @@ class _BaseRFFNet(BaseEstimator):
         device="cpu",
         verbose=0,
     ):
-        self.n_random_features = n_random_features
+        self.n_components = n_components
         self.kernel = kernel
         self.variant = variant
         self.alpha = alpha
@@ -299,7 +299,7 @@ class _BaseRFFNet(BaseEstimator):
         else:
             X_v = y_v = None
 
-        n_components = self.n_random_features
+        n_components = self.n_components
         if n_components is None:
             n_components = default_n_features(len(idx_train))
             if solver == "varpro":
@@ -351,7 +351,7 @@ class _BaseRFFNet(BaseEstimator):
         self._device = device
         self.solver_ = solver
         self.alpha_ = alpha
-        self.n_random_features_ = n_components
+        self.n_components_ = n_components
         self.relevances_ = to_numpy(rff.relevances).astype(np.float64)
         peak = np.max(np.abs(self.relevances_))
         self.feature_importances_ = np.abs(self.relevances_) / peak if peak > 0 else np.zeros_like(self.relevances_)
@@ -378,7 +378,7 @@ class _BaseRFFNet(BaseEstimator):
     def _forward(self, X):
         """Model outputs for raw ``X`` (validated), as a float64 NumPy array."""
         Xs = self._standardise(X)
-        device = self._device if (self._device.type == "cpu" or torch.cuda.is_available()) else torch.device("cpu")
+        device = inference_device(self._device)
         model = self.model_.to(device)
         outputs = []
         with torch.no_grad():
@@ -387,12 +387,6 @@ class _BaseRFFNet(BaseEstimator):
                 outputs.append(to_numpy(model(chunk)))
         self.model_.to("cpu")
         return np.concatenate(outputs).astype(np.float64)
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        if "_device" in state:  # a pickled model always reloads on a CPU-only machine
-            state["_device"] = torch.device("cpu")
-        return state
 
 
 class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
@@ -405,7 +399,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
 
     Parameters
     ----------
-    n_random_features : int, default=None
+    n_components : int, default=None
         Number of random features ``s``. None uses ``floor(sqrt(n) log n)`` with ``n``
         the training size after the validation split (Li et al., 2018), capped at 4,000;
         with the 'varpro' solver at least ``min(n, 1000)``: its relevance search still
@@ -456,7 +450,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         directions wastes most iid frequencies; on SE2 at n = 50k the default fit's
         test MSE fell from 1.22 to 0.81 over five seeds, on SE1 from 0.057 to 0.040
         (``benchmarks/results/rffnet_se.md``). The model
-        keeps ``n_random_features`` features, so the kernel is no longer the ARD
+        keeps ``n_components`` features, so the kernel is no longer the ARD
         kernel exactly but one learned from its spectral density. Needs
         ``early_stopping`` (the validation split judges it); ignored by 'adam'.
 
@@ -508,7 +502,7 @@ class RFFNetRegressor(RegressorMixin, _BaseRFFNet):
         Learned ``lambda`` (for standardised inputs).
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``|lambda|`` scaled to [0, 1]; usable by ``SelectFromModel``.
-    n_random_features_ : int
+    n_components_ : int
     solver_ : str
         The solver used.
     alpha_ : float

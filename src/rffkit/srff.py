@@ -16,7 +16,15 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._srff_solver import alpha_grid, fit_srff, srff_features, srff_regularisation_path
-from ._validation import as_tensor, resolve_device, seed_from_random_state, to_numpy, torch_dtype_for
+from ._validation import (
+    CPUPicklingMixin,
+    as_tensor,
+    inference_device,
+    resolve_device,
+    seed_from_random_state,
+    to_numpy,
+    torch_dtype_for,
+)
 
 __all__ = ["SRFFRegressor", "median_neighbour_distance"]
 
@@ -46,7 +54,7 @@ def median_neighbour_distance(X, *, n_neighbors=20, max_queries=_WIDTH_QUERIES, 
     return width if np.isfinite(width) and width > 0 else 1.0
 
 
-class SRFFRegressor(RegressorMixin, BaseEstimator):
+class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     """Sparse Random Fourier Features regression with learned variable relevances.
 
     A ridge regression on ``D`` random Fourier features of a Gaussian kernel whose
@@ -319,6 +327,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
             self.validation_errors_ = np.empty(0)
 
         self._x_mean, self._x_scale = mean, scale
+        self._device = device
         self.length_scale_ = width
         self.random_weights_ = to_numpy(frequencies).astype(np.float64)
         self.random_offset_ = to_numpy(phase).astype(np.float64)
@@ -345,7 +354,7 @@ class SRFFRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = torch_dtype_for(X)
-        device = resolve_device(self.device, owner=type(self).__name__)
+        device = inference_device(self._device)
         tensor = lambda array: as_tensor(np.asarray(array, dtype=X.dtype), dtype=dtype, device=device)  # noqa: E731
         standardised = (X - self._x_mean.astype(X.dtype)) / self._x_scale.astype(X.dtype)
         features = srff_features(
