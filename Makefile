@@ -7,26 +7,31 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-core clean
+.PHONY: demo test test-all bench bench-core clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ".[test,bench]"
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m rffkit demo
 
+# The default run leaves out the tests marked slow; test-all runs every test.
 test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Benchmarks are not tests: they take long and write into benchmarks/results/.
 # `make bench` runs every benchmarks/bench_*.py with the options its committed results
 # were made with (the ablation tunes each solver's learning rate); the two tables built
 # up from many runs (rffnet_table2, srff_tables) merge the rows a run refits into the
-# committed CSV instead of replacing it. `make bench-core` runs only issue 2's table.
+# committed CSV instead of replacing it. `make bench-core` runs only the
+# SE1/SE2 table of RFFNet at its defaults (bench_rffnet_se).
 bench-core: $(STAMP)
 	$(BIN)/python benchmarks/bench_rffnet_se.py
 	$(BIN)/python benchmarks/update_readme.py
