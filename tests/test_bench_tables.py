@@ -144,6 +144,51 @@ def test_readme_takes_every_table_under_a_matching_heading(tmp_path, monkeypatch
     assert update_readme.tables_under("## test RMSE\n\nno table\n## next\n| x |", "test RMSE") == []
 
 
+def test_docs_page_links_every_results_file_from_docs(tmp_path, monkeypatch):
+    update_readme = _load("update_readme", tmp_path, monkeypatch)
+    (tmp_path / "rffnet_se.md").write_text("# RFFNet on SE1\n\nnotes\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nafter-table note\n")
+    docs, readme = tmp_path / "docs" / "benchmarks.md", tmp_path / "README.md"
+    monkeypatch.setattr(update_readme, "DOCS", docs)
+    monkeypatch.setattr(update_readme, "README", readme)
+    readme.write_text(f"intro\n{update_readme.START}\nold summary\n{update_readme.END}\nrest\n")
+    update_readme.main()
+    text = docs.read_text()
+    assert text.startswith(update_readme.PREAMBLE)
+    assert "### RFFNet on SE1\n\nFrom [`benchmarks/bench_rffnet_se.py`](../benchmarks/bench_rffnet_se.py)" in text
+    assert "[`benchmarks/results/rffnet_se.md`](../benchmarks/results/rffnet_se.md)" in text
+    assert "| 1 | 2 |" in text and "after-table note" not in text
+    # the stub holds none of the summary's tables: the summary is empty, the rest of the README kept
+    assert readme.read_text() == f"intro\n{update_readme.START}\n\n{update_readme.END}\nrest\n"
+    readme.write_text("no markers")
+    with pytest.raises(SystemExit, match="lacks the"):
+        update_readme.main()
+
+
+def test_readme_summary_reads_its_numbers_from_the_committed_results(tmp_path, monkeypatch, capsys):
+    update_readme = _load("update_readme", tmp_path, monkeypatch)
+    results = BENCHMARKS / "results"
+    lines = update_readme.summary(results).splitlines()
+    assert len(lines) == len(update_readme.SUMMARY) and all(line.startswith("- **") for line in lines)
+    assert capsys.readouterr().err == ""
+    rows = update_readme.table_rows(update_readme.first_table((results / "rffnet_se.md").read_text())[1])
+    rffnet = next(row for row in rows if row["problem"] == "gregorova_se1" and row["method"] == "rffnet")
+    assert f"test MSE was {rffnet['test MSE mean (sd)'].split()[0]} and" in lines[0]
+    assert update_readme.summary(tmp_path) == ""  # no results: every line left out, each with a warning
+    assert capsys.readouterr().err.count("left out") == len(update_readme.SUMMARY)
+
+
+def test_table_rows_keys_cells_by_header():
+    from_table = _load_module_only("update_readme").table_rows("| a | b c |\n|---|---|\n| 1 | x (2) |\n| 3 |  |")
+    assert from_table == [{"a": "1", "b c": "x (2)"}, {"a": "3", "b c": ""}]
+
+
+def _load_module_only(name):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_srff_solver_bench_reimplements_the_previous_solver_faithfully(tmp_path, monkeypatch):
     # the speedup it reports means something only if both loops compute the same thing
     solver = _load("bench_srff_solver", tmp_path, monkeypatch)
