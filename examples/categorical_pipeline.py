@@ -42,7 +42,7 @@ def main(plot=None):
 
         matplotlib.use("Agg")
         ax = plot_relevances(model)
-        ax.set_title("RFFNet on diabetes: relevance per table column (one-hot columns summed)", fontsize=9)
+        ax.set_title("RFFNet on diabetes: relevance per column, one-hot columns summed", fontsize=9)
         ax.figure.tight_layout()
         ax.figure.savefig(plot, dpi=110)
         print(f"bar chart saved to {plot}")

@@ -52,3 +52,15 @@ def test_kernel_approximation(capsys):
         assert row[0] > row[1] > row[2], (kernel, label)  # more features, smaller error
         assert row[2] < 0.1
         assert f"{row[2]:9.4f}" in output
+
+
+def test_readme_quick_start_prints_what_the_readme_shows(capsys):
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README quick start", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    # the same lines; the R^2 may differ in the last digit on another machine or BLAS
+    assert _printed(r"R\^2: (\d\.\d{3})", printed) == pytest.approx(_printed(r"R\^2: (\d\.\d{3})", shown), abs=0.01)
+    assert [line.split()[0] for line in printed.splitlines()[1:]] == [line.split()[0] for line in shown.splitlines()[1:]]
