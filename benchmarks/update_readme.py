@@ -61,7 +61,8 @@ Timings come from a shared machine with 2 CPU cores and carry noise.
   al., *Large-scale nonlinear variable selection via kernel random features* (SRFF);
   003: an article explaining Rahimi & Recht's random Fourier features; 004: Yu's
   master's thesis *Efficient approximation of random basis functions for covariance
-  kernels*. "Table 2 of seed 000" is that paper's Table 2.
+  kernels*. "seed 000 Table 2" is that paper's Table 2. A one-digit *seed 0*, *seeds
+  [0, 1, 2]* or *5 seeds* is a random seed of the data and the fit.
 - **test MSE / RMSE**: mean squared error (its square root) on held-out test points;
   **mean (sd)**: mean and standard deviation over repetitions (seeds); **a ± b**: a
   mean and its standard error.
@@ -83,6 +84,8 @@ Timings come from a shared machine with 2 CPU cores and carry noise.
 - **relevant = top-k**: repetitions whose k largest importances are exactly the k
   relevant inputs. **NRMSE**: ‖K − K̂‖_F / ‖K‖_F between the exact and the approximate
   kernel matrix. **D**: number of random features.
+
+## Results
 """
 
 
