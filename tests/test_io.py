@@ -1,0 +1,495 @@
+"""Streamed data sources (rffkit.io) and the streaming numerics under them (rffkit._streaming)."""
+
+import doctest
+import os
+import tracemalloc
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+
+from rffkit import _streaming, io
+from rffkit._streaming import BottomKSample, RunningMoments, rechunk, validation_mask
+from rffkit.io import (
+    ArraySource,
+    Chunk,
+    ColumnEncoding,
+    ColumnNotFoundError,
+    DataSourceError,
+    MissingValueError,
+    SchemaMismatchError,
+    TableSource,
+    UnknownCategoryError,
+    as_source,
+    open_table,
+)
+
+N_ROWS = 97
+
+
+@pytest.fixture
+def table(rng):
+    """Numbers, integers, booleans, strings and a float target; 97 rows."""
+    return pa.table({
+        "a": rng.normal(size=N_ROWS),
+        "b": rng.integers(-5, 5, size=N_ROWS),
+        "flag": rng.random(N_ROWS) < 0.5,
+        "color": rng.choice(["red", "green", "blue"], size=N_ROWS),
+        "y": rng.normal(size=N_ROWS),
+    })
+
+
+def _numeric(table):
+    return table.drop_columns(["color"])
+
+
+def _write(table, folder, name, sizes=None, row_group_size=None):
+    """Write ``table`` as shards ``name-0``, ``name-1``, ... with ``sizes`` rows; return paths."""
+    sizes = [table.num_rows] if sizes is None else sizes
+    folder.mkdir(exist_ok=True)
+    paths, start = [], 0
+    for number, size in enumerate(sizes):
+        part = table.slice(start, size)
+        start += size
+        path = folder / f"{name}-{number}.{'csv' if name.startswith('csv') else 'parquet'}"
+        if path.suffix == ".csv":
+            pa_csv.write_csv(part, path)
+        else:
+            pq.write_table(part, path, row_group_size=row_group_size)
+        paths.append(path)
+    return paths
+
+
+def _read_all(source, **kwargs):
+    chunks = list(source.iter_chunks(**kwargs))
+    if not chunks:
+        return np.empty((0, source.n_features)), None, np.empty(0, dtype=np.int64)
+    y = None if chunks[0].y is None else np.concatenate([chunk.y for chunk in chunks])
+    return (np.concatenate([chunk.X for chunk in chunks]), y,
+            np.concatenate([chunk.rows for chunk in chunks]))
+
+
+def _expected_X(table):
+    columns = [np.asarray(table.column(name), dtype=np.float64) for name in ("a", "b", "flag")]
+    return np.column_stack(columns)
+
+
+# --- opening files ---------------------------------------------------------------------------
+
+
+def test_single_parquet_file_reads_every_row_in_order(table, tmp_path):
+    (path,) = _write(_numeric(table), tmp_path, "part", row_group_size=10)
+    source = open_table(path, target="y")
+    assert isinstance(source, TableSource)
+    assert source.feature_names == ["a", "b", "flag"] and source.n_features == 3
+    assert source.target == "y" and source.n_rows == N_ROWS and source.files == [str(path)]
+    X, y, rows = _read_all(source, chunk_rows=16)
+    np.testing.assert_array_equal(X, _expected_X(table))
+    np.testing.assert_array_equal(y, table.column("y").to_numpy())
+    np.testing.assert_array_equal(rows, np.arange(N_ROWS))
+    assert X.dtype == np.float64 and rows.dtype == np.int64
+    first = next(iter(source))  # the default chunk (65,536 rows) holds the whole table
+    assert isinstance(first, Chunk) and first.X.shape == (N_ROWS, 3)
+    assert first.X.flags["C_CONTIGUOUS"]
+
+
+def test_pandas_index_columns_are_not_features(table, tmp_path):
+    frame = table.to_pandas()
+    frame.index = [f"r{i}" for i in range(N_ROWS)]  # an unnamed index is stored as a column
+    frame.to_parquet(tmp_path / "frame.parquet")
+    assert "__index_level_0__" in pq.read_schema(tmp_path / "frame.parquet").names
+    source = open_table(tmp_path / "frame.parquet", target="y")
+    assert source.encoding.columns == ("a", "b", "flag", "color")
+    assert open_table(tmp_path / "frame.parquet", target="y", features="a").feature_names == ["a"]
+
+
+def test_glob_list_and_directory_name_the_same_sorted_shards(table, tmp_path):
+    paths = _write(_numeric(table), tmp_path / "data", "part", sizes=[30, 30, 37])
+    expected = _read_all(open_table(tmp_path / "data" / "*.parquet", target="y"))
+    pattern = str(tmp_path / "data" / "part-[01].parquet")
+    for spec in (str(tmp_path / "data"), list(reversed(paths)), [paths[2], pattern]):
+        X, y, rows = _read_all(open_table(spec, target="y"))
+        np.testing.assert_array_equal(X, expected[0])
+        np.testing.assert_array_equal(rows, np.arange(N_ROWS))
+    np.testing.assert_array_equal(expected[0], _expected_X(table))
+
+
+def test_directory_skips_hidden_and_underscore_files(table, tmp_path):
+    _write(_numeric(table), tmp_path / "data", "part")
+    (tmp_path / "data" / "_SUCCESS").write_text("")
+    (tmp_path / "data" / ".part-0.parquet.crc").write_text("x")
+    assert open_table(tmp_path / "data", target="y").n_rows == N_ROWS
+
+
+@pytest.mark.parametrize("variant", ["csv", "csv.gz", "tsv"])
+def test_csv_and_parquet_give_identical_chunks(table, tmp_path, variant):
+    shards = _write(table, tmp_path / "pq", "part", sizes=[40, 57], row_group_size=25)
+    csv_shards = _write(table, tmp_path / "csv", "csv", sizes=[40, 57])
+    if variant != "csv":
+        import gzip
+
+        for path in csv_shards:
+            text = path.read_text()
+            if variant == "tsv":
+                path.with_suffix(".tsv").write_text(text.replace(",", "\t"))
+            else:
+                with gzip.open(f"{path}.gz", "wt") as handle:
+                    handle.write(text)
+            path.unlink()
+    parquet = open_table(shards, target="y")
+    text = open_table(str(tmp_path / "csv" / f"*.{variant}"), target="y")
+    names = ["a", "b", "flag", "color=blue", "color=green", "color=red"]
+    assert parquet.feature_names == text.feature_names == names
+    assert text.n_rows == N_ROWS  # a counting pass for CSV
+    for first, second in zip(parquet.iter_chunks(chunk_rows=32), text.iter_chunks(chunk_rows=32)):
+        np.testing.assert_array_equal(first.X, second.X)
+        np.testing.assert_array_equal(first.y, second.y)
+        np.testing.assert_array_equal(first.rows, second.rows)
+
+
+def test_integer_and_string_targets_keep_their_type(table, tmp_path):
+    labelled = table.set_column(4, "y", pa.array(np.arange(N_ROWS) % 3))
+    labelled = labelled.append_column("label", table.column("color"))
+    for name, paths in (("part", None), ("csv", None)):
+        paths = _write(labelled, tmp_path / name, name)
+        y = _read_all(open_table(paths, target="y", features=["a"]))[1]
+        assert y.dtype == np.int64
+        np.testing.assert_array_equal(y, np.arange(N_ROWS) % 3)
+        labels = _read_all(open_table(paths, target="label", features=["a"]))[1]
+        assert labels.dtype == object and list(labels) == table.column("color").to_pylist()
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 25, 64, 1000])
+def test_chunk_size_changes_neither_data_nor_row_indices(table, tmp_path, chunk_rows):
+    paths = _write(table, tmp_path, "part", sizes=[20, 50, 27], row_group_size=8)
+    source = open_table(paths, target="y")
+    reference = _read_all(source, chunk_rows=N_ROWS)
+    chunks = list(source.iter_chunks(chunk_rows=chunk_rows))
+    assert all(len(chunk.rows) == chunk_rows for chunk in chunks[:-1])
+    X, y, rows = _read_all(source, chunk_rows=chunk_rows)
+    np.testing.assert_array_equal(X, reference[0])
+    np.testing.assert_array_equal(y, reference[1])
+    np.testing.assert_array_equal(rows, np.arange(N_ROWS))
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("kind", ["part", "csv"])
+def test_ranks_partition_the_rows(table, tmp_path, world_size, kind):
+    paths = _write(table, tmp_path, kind, sizes=[20, 50, 27], row_group_size=8)
+    source = open_table(paths, target="y")
+    X_all, y_all, _ = _read_all(source)
+    shares = [_read_all(source, chunk_rows=13, rank=rank, world_size=world_size)
+              for rank in range(world_size)]
+    rows = np.concatenate([share[2] for share in shares])
+    np.testing.assert_array_equal(np.sort(rows), np.arange(N_ROWS))  # every row exactly once
+    assert all(len(share[2]) > 0 for share in shares)
+    for X, y, share_rows in shares:
+        np.testing.assert_array_equal(X, X_all[share_rows])
+        np.testing.assert_array_equal(y, y_all[share_rows])
+        assert np.all(np.diff(share_rows) > 0)  # file order within a rank
+    with pytest.raises(ValueError, match="rank must be"):
+        next(source.iter_chunks(rank=world_size, world_size=world_size))
+
+
+def test_passes_reread_the_files_and_agree(table, tmp_path):
+    paths = _write(table, tmp_path, "part", row_group_size=10)
+    source = open_table(paths, target="y", dtype=np.float32)
+    first, second = _read_all(source, chunk_rows=9), _read_all(source, chunk_rows=9)
+    assert first[0].dtype == np.float32
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_allclose(first[0][:, :3], _expected_X(table), rtol=1e-7)
+
+
+# --- encoding -----------------------------------------------------------------------------------
+
+
+def test_one_hot_encoding_of_strings_and_categoricals_with_groups(table, tmp_path):
+    sizes = np.where(table.column("b").to_numpy() > 0, "L", "S")
+    categorical = table.append_column("size", pa.array(sizes).dictionary_encode())
+    (path,) = _write(categorical, tmp_path, "part", row_group_size=30)
+    source = open_table(path, target="y")
+    assert source.feature_names == ["a", "b", "flag", "color=blue", "color=green", "color=red",
+                                    "size=L", "size=S"]
+    assert source.encoding.groups == ["a", "b", "flag", "color", "color", "color", "size", "size"]
+    assert source.encoding.categories == {"color": ("blue", "green", "red"), "size": ("L", "S")}
+    X = _read_all(source, chunk_rows=20)[0]
+    colors = np.asarray(table.column("color").to_pylist())
+    one_hot = np.column_stack([colors == color for color in ("blue", "green", "red")])
+    np.testing.assert_array_equal(X[:, 3:6], one_hot)
+    np.testing.assert_array_equal(X[:, 6], table.column("b").to_numpy() > 0)
+    np.testing.assert_array_equal(X[:, :3], _expected_X(table))
+    assert ColumnEncoding.from_dict(source.encoding.to_dict()) == source.encoding
+
+
+def test_training_encoding_applies_to_test_data_with_unknown_categories(table, tmp_path):
+    train = open_table(_write(table, tmp_path / "train", "part"), target="y")
+    unseen = table.set_column(3, "color", pa.array(["violet"] * N_ROWS))
+    test_path = _write(unseen, tmp_path / "test", "part")
+    X = _read_all(open_table(test_path, target="y", encoding=train.encoding))[0]
+    assert X.shape == (N_ROWS, 6) and not X[:, 3:].any()  # unknown -> all-zero block
+    strict = ColumnEncoding(train.encoding.columns, train.encoding.categories,
+                            handle_unknown="error")
+    with pytest.raises(UnknownCategoryError, match=r"column 'color' holds 'violet' at row 0"):
+        _read_all(open_table(test_path, target="y", encoding=strict))
+    narrower = train.with_encoding(ColumnEncoding(["a", "color"], {"color": ["red"]}))
+    assert narrower.feature_names == ["a", "color=red"]
+
+
+def test_too_many_categories_names_the_column(table, tmp_path):
+    source = open_table(_write(table, tmp_path, "part"), target="y")
+    with pytest.raises(DataSourceError, match=r"column 'color' has more than max_categories=2"):
+        source.fit_encoding(max_categories=2)
+
+
+def test_string_feature_without_categories_is_refused(table, tmp_path):
+    source = open_table(_write(table, tmp_path, "part"), target="y")
+    with pytest.raises(DataSourceError, match=r"feature column 'color' has type string"):
+        source.with_encoding(ColumnEncoding(["a", "color"]))
+
+
+# --- errors a user can act on ------------------------------------------------------------------
+
+
+def _message(excinfo):
+    message = str(excinfo.value)
+    assert len(message) < 400  # never a whole array
+    return message
+
+
+def test_no_match_names_the_pattern(tmp_path):
+    with pytest.raises(FileNotFoundError) as excinfo:
+        open_table(str(tmp_path / "data" / "*.parquet"))
+    assert "no file matches the pattern" in _message(excinfo) and "*.parquet" in str(excinfo.value)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        open_table(tmp_path / "missing.csv")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no data files"):
+        open_table(tmp_path / "empty")
+
+
+def test_files_that_are_not_csv_or_parquet_are_named(table, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(DataSourceError, match=r"notes\.txt' is not a CSV or Parquet file"):
+        open_table(tmp_path / "notes.txt")
+    (tmp_path / "broken.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(DataSourceError, match=r"cannot read '.*broken\.parquet'"):
+        open_table(tmp_path / "broken.parquet")
+    _write(table, tmp_path, "part")
+    _write(table, tmp_path, "csv")
+    with pytest.raises(DataSourceError, match="mix formats"):
+        open_table([tmp_path / "part-0.parquet", tmp_path / "csv-0.csv"])
+
+
+def test_empty_files_and_tables(table, tmp_path):
+    (tmp_path / "zero.csv").write_text("")
+    with pytest.raises(DataSourceError, match=r"zero\.csv' is empty \(0 bytes\)"):
+        open_table(tmp_path / "zero.csv")
+    (tmp_path / "header.csv").write_text("a,y\n")
+    with pytest.raises(DataSourceError, match="the table has no rows"):
+        open_table(tmp_path / "header.csv", target="y")
+    pq.write_table(table.slice(0, 0), tmp_path / "none.parquet")
+    with pytest.raises(DataSourceError, match="the table has no rows"):
+        open_table(tmp_path / "none.parquet", target="y")
+
+
+def test_missing_target_and_feature_columns(table, tmp_path):
+    path = _write(table, tmp_path, "part")
+    with pytest.raises(ColumnNotFoundError) as excinfo:
+        open_table(path, target="price")
+    assert "'price'" in _message(excinfo) and "'a', 'b', 'flag', 'color', 'y'" in str(excinfo.value)
+    with pytest.raises(ColumnNotFoundError, match=r"feature column 'weight' is not in"):
+        open_table(path, target="y", features=["a", "weight"])
+    with pytest.raises(ValueError, match="cannot also be a feature"):
+        open_table(path, target="y", features=["a", "y"])
+
+
+def test_shards_that_disagree_are_named(table, tmp_path):
+    good = _write(table, tmp_path / "missing", "part")[0]
+    pq.write_table(table.drop_columns(["b"]), tmp_path / "missing" / "part-1.parquet")
+    message = r"column 'b' is in .*part-0.parquet' but not in .*part-1.parquet'"
+    with pytest.raises(SchemaMismatchError, match=message):
+        open_table(tmp_path / "missing", target="y")
+    extra = table.append_column("z", pa.array(np.ones(N_ROWS)))
+    pq.write_table(extra, tmp_path / "missing" / "part-1.parquet")
+    with pytest.raises(SchemaMismatchError, match=r"column 'z' is in .*part-1.parquet'"):
+        open_table(tmp_path / "missing", target="y")
+    assert open_table(tmp_path / "missing", target="y", features=["a"]).n_rows == 2 * N_ROWS
+    strings = table.set_column(0, "a", pa.array([f"s{i}" for i in range(N_ROWS)]))
+    _write(table, tmp_path / "types", "csv")
+    pa_csv.write_csv(strings, tmp_path / "types" / "csv-1.csv")
+    message = r"disagree on column 'a': double in .*csv-0.csv' but string in .*csv-1.csv'"
+    with pytest.raises(SchemaMismatchError, match=message):
+        open_table(tmp_path / "types", target="y")
+    assert good.exists()
+
+
+def test_missing_values_name_the_column_and_row(table, tmp_path):
+    a = table.column("a").to_numpy().copy()
+    a[41] = np.nan
+    with_nan = table.set_column(0, "a", pa.array(a))
+    (nan_path,) = _write(with_nan, tmp_path / "nan", "part", row_group_size=16)
+    with pytest.raises(MissingValueError, match=r"column 'a' holds NaN at row 41"):
+        _read_all(open_table(nan_path, target="y"), chunk_rows=10)
+    nulls = table.set_column(4, "y", pa.array([None if i == 60 else 1.0 for i in range(N_ROWS)]))
+    _write(nulls, tmp_path / "null", "csv", sizes=[50, 47])
+    message = r"column 'y' holds a missing value \(null\) at row 60"
+    with pytest.raises(MissingValueError, match=message):
+        _read_all(open_table(tmp_path / "null", target="y"))
+    colors = pa.array([None if i == 5 else "red" for i in range(N_ROWS)])
+    empty_color = table.set_column(3, "color", colors)
+    message = r"column 'color' holds a missing value \(null\) at row 5"
+    with pytest.raises(MissingValueError, match=message):
+        open_table(_write(empty_color, tmp_path / "color", "csv"), target="y")
+    X = np.ones((30, 2))
+    X[17, 1] = np.inf
+    with pytest.raises(DataSourceError, match=r"column 'x1' holds inf at row 17"):
+        _read_all(ArraySource(X, chunk_rows=4))
+    X[17, 1], X[23, 0] = 0.0, np.nan
+    with pytest.raises(MissingValueError, match=r"column 'f0' holds NaN at row 23"):
+        _read_all(ArraySource(X, chunk_rows=4, feature_names=["f0", "f1"]))
+
+
+# --- arrays -----------------------------------------------------------------------------------
+
+
+def test_array_source_chunks_of_a_memmap_are_views_never_a_whole_copy(tmp_path):
+    n_rows, n_features = 40_000, 25  # 8 MB on disk
+    memmap = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64,
+                                       shape=(n_rows, n_features))
+    memmap[:] = np.arange(n_rows, dtype=np.float64)[:, None]
+    memmap.flush()
+    X = np.load(tmp_path / "X.npy", mmap_mode="r")
+    source = as_source(X, np.arange(n_rows, dtype=np.float64))
+    tracemalloc.start()
+    try:
+        total = 0.0
+        for chunk in source.iter_chunks(chunk_rows=1000):
+            assert np.shares_memory(chunk.X, X)
+            total += chunk.X[:, 0].sum()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert total == n_rows * (n_rows - 1) / 2
+    assert peak < X.nbytes / 20  # about one chunk's temporaries, far from the 8 MB array
+
+
+def test_array_source_ranks_names_and_as_source(rng):
+    X, y = rng.normal(size=(23, 3)), rng.normal(size=23)
+    source = ArraySource(X, y, chunk_rows=4)
+    assert source.feature_names == ["x0", "x1", "x2"]
+    assert source.n_rows == 23 and source.n_features == 3 and source.target == "y"
+    shares = [_read_all(source, rank=rank, world_size=3) for rank in range(3)]
+    np.testing.assert_array_equal(np.concatenate([share[2] for share in shares]), np.arange(23))
+    np.testing.assert_array_equal(np.concatenate([share[0] for share in shares]), X)
+    assert as_source(source) is source
+    with pytest.raises(ValueError, match="already carries its target"):
+        as_source(source, y)
+    with pytest.raises(TypeError, match="open_table"):
+        as_source("data/*.parquet")
+    integers = ArraySource(np.arange(6).reshape(3, 2))
+    assert next(iter(integers)).X.dtype == np.float64
+
+
+# --- streaming numerics -----------------------------------------------------------------------
+
+
+def _random_cuts(rng, n, pieces):
+    return np.sort(rng.choice(np.arange(1, n), size=pieces - 1, replace=False))
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_running_moments_match_numpy_in_any_chunking_and_merge_order(rng, offset):
+    X = offset + rng.normal(scale=0.5, size=(5_000, 3)) * [1.0, 2.0, 0.01]
+    parts = np.split(X, _random_cuts(rng, len(X), 12))
+    moments = []
+    for part in parts:
+        piece = RunningMoments()
+        for sub in np.array_split(part, 3):
+            piece.update(sub)
+        moments.append(piece)
+    merged = RunningMoments()
+    for index in rng.permutation(len(moments)):
+        merged.merge(moments[index])
+    assert merged.count == len(X)
+    np.testing.assert_allclose(merged.mean, X.mean(axis=0), rtol=1e-12)
+    # X - X[0] is exact (Sterbenz), so np.var of it is np.var without the rounding of the
+    # offset; np.var(X) itself is off by ~1e-9 on the narrow column at offset 1e8.
+    np.testing.assert_allclose(merged.variance, (X - X[0]).var(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(merged.variance, X.var(axis=0), rtol=1e-12 if not offset else 1e-7)
+    np.testing.assert_allclose(merged.std, (X - X[0]).std(axis=0), rtol=1e-12)
+    if offset:  # the naive sum of squares loses every digit here
+        naive = (X**2).mean(axis=0) - X.mean(axis=0) ** 2
+        assert np.max(np.abs(naive / X.var(axis=0) - 1)) > 1e-3
+
+
+def test_validation_mask_fraction_and_chunk_independence():
+    rows = np.arange(200_000)
+    mask = validation_mask(rows, 0.1, seed=3)
+    tolerance = 5 * np.sqrt(0.1 * 0.9 / rows.size)  # five binomial standard deviations
+    assert abs(mask.mean() - 0.1) < tolerance
+    parts = np.array_split(rows[::-1], 7)
+    pieces = np.concatenate([validation_mask(part, 0.1, seed=3) for part in parts])
+    np.testing.assert_array_equal(pieces, mask[::-1])
+    # Another seed is an independent split: agreement 0.9**2 + 0.1**2 = 0.82.
+    assert abs((validation_mask(rows, 0.1, seed=4) == mask).mean() - 0.82) < 0.01
+    assert not validation_mask(rows, 0.0, 3).any() and validation_mask(rows, 1.0, 3).all()
+
+
+def test_bottom_k_sample_is_independent_of_chunks_and_ranks(rng):
+    X, y = rng.normal(size=(1_000, 2)), rng.normal(size=1_000)
+    source = ArraySource(X, y)
+
+    def sample(chunk_rows, world_size):
+        shares = []
+        for rank in range(world_size):
+            share = BottomKSample(50, seed=9)
+            for chunk in source.iter_chunks(chunk_rows, rank=rank, world_size=world_size):
+                share.update(chunk.X, chunk.y, chunk.rows)
+            shares.append(share)
+        for share in shares[1:]:
+            shares[0].merge(share)
+        return shares[0]
+
+    reference = sample(1_000, 1)
+    X_s, y_s, rows_s = reference.result()
+    assert reference.n_seen == 1_000 and len(rows_s) == 50 and np.all(np.diff(rows_s) > 0)
+    np.testing.assert_array_equal(X_s, X[rows_s])
+    np.testing.assert_array_equal(y_s, y[rows_s])
+    for chunk_rows, world_size in ((7, 1), (64, 3), (1, 2)):
+        np.testing.assert_array_equal(sample(chunk_rows, world_size).result()[2], rows_s)
+    assert not np.isin(rows_s, np.flatnonzero(validation_mask(np.arange(1_000), 0.0, 9))).any()
+    with pytest.raises(ValueError, match="same k and seed"):
+        BottomKSample(50, seed=1).merge(reference)
+    with pytest.raises(ValueError, match="offered twice"):
+        BottomKSample(5).update(X[:3], None, np.array([1, 2, 1]))
+
+
+def test_bottom_k_sample_is_roughly_uniform():
+    n, k, repeats = 200, 20, 400
+    counts = np.zeros(n)
+    for seed in range(repeats):
+        sample = BottomKSample(k, seed=seed).update(np.zeros((n, 1)), None, np.arange(n))
+        counts[sample.result()[2]] += 1
+    expected = repeats * k / n  # 40 per row; binomial sd about 5.7
+    assert abs(counts.mean() - expected) < 1e-12
+    assert np.all(np.abs(counts - expected) < 6 * np.sqrt(expected * (1 - k / n)))
+    halves = counts[: n // 2].sum() / counts.sum()
+    assert abs(halves - 0.5) < 0.02
+
+
+def test_rechunk_makes_exact_chunks_and_passes_whole_pieces_as_views():
+    big = np.arange(20.0).reshape(10, 2)
+    pieces = [(big, None, np.arange(10)), (np.ones((3, 2)), None, np.arange(10, 13))]
+    chunks = list(rechunk(pieces, 4))
+    assert [len(rows) for _, _, rows in chunks] == [4, 4, 4, 1]
+    assert np.shares_memory(chunks[0][0], big)
+    np.testing.assert_array_equal(np.concatenate([rows for _, _, rows in chunks]), np.arange(13))
+
+
+@pytest.mark.parametrize("module", [io, _streaming], ids=["io", "_streaming"])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+    assert os.path.basename(module.__file__) in ("io.py", "_streaming.py")
