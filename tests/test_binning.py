@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from scipy import sparse
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rffkit import RandomBinningFeatures, RandomFourierFeatures
 from rffkit.approximation import approximate_kernel_matrix, approximation_error
@@ -75,8 +74,3 @@ def test_callable_convex_profile_matches_laplacian(seed004_points):
 def test_kernels_without_valid_pitch_density_are_refused(kernel, message):
     with pytest.raises(ValueError, match=message):
         RandomBinningFeatures(kernel=kernel).fit(np.zeros((3, 1)))
-
-
-@parametrize_with_checks([RandomBinningFeatures(n_components=10)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -1,8 +1,7 @@
-"""RandomFourierFeatures: every kernel, every sampling scheme, both variants."""
+"""RandomFourierFeatures: every kernel, every sampling scheme, both variants (the contract: test_contract.py)."""
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rffkit import RandomFourierFeatures
 from rffkit.approximation import approximation_error, approximation_error_curve
@@ -52,7 +51,7 @@ def test_default_map_is_the_rahimi_recht_formula(dtype):
 
 @pytest.mark.parametrize("variant", ["cos", "cos_sin"])
 @pytest.mark.parametrize("sampling", ["iid", "orthogonal", "qmc", "leverage"])
-def test_every_scheme_is_accurate_and_reproducible(sampling, variant, dtype):
+def test_every_scheme_is_accurate(sampling, variant, dtype):
     X = np.random.default_rng(2).normal(size=(60, 3))
     K = kernel_matrix("matern52", X, length_scale=2.0)
     params = dict(kernel="matern52", n_components=1024, length_scale=2.0, sampling=sampling, variant=variant)
@@ -61,8 +60,6 @@ def test_every_scheme_is_accurate_and_reproducible(sampling, variant, dtype):
     assert Z.shape == (60, 1024) and Z.dtype == dtype
     # 1024 features: NRMSE ~ 0.05 for iid; everything within 0.12.
     assert approximation_error(K, Z.astype(np.float64) @ Z.T.astype(np.float64)).nrmse < 0.12
-    again = RandomFourierFeatures(random_state=0, **params).fit_transform(X.astype(dtype))
-    np.testing.assert_array_equal(Z, again)
     names = model.get_feature_names_out()
     assert names[0] == "randomfourierfeatures0" and names.size == 1024
 
@@ -122,35 +119,3 @@ def test_errors_are_actionable():
         RandomFourierFeatures(sampling="sobol").fit(X)
     # Orthogonal sampling of any kernel is allowed in one dimension (it is i.i.d. there).
     RandomFourierFeatures(kernel="laplacian", sampling="orthogonal").fit(X[:, :1])
-
-
-def _expected_failures(estimator):
-    if estimator.variant != "cos_sin":
-        return {}
-    # scikit-learn sets n_components=1 for these checks; cos/sin pairs need an even width.
-    reason = "variant='cos_sin' refuses odd n_components (the checks set n_components=1)"
-    return {
-        name: reason
-        for name in [
-            "check_dont_overwrite_parameters",
-            "check_methods_sample_order_invariance",
-            "check_methods_subset_invariance",
-            "check_fit2d_1sample",
-            "check_fit2d_1feature",
-            "check_fit2d_predict1d",
-        ]
-    }
-
-
-@parametrize_with_checks(
-    [
-        RandomFourierFeatures(),
-        RandomFourierFeatures(kernel="matern32", sampling="orthogonal", variant="cos_sin", n_components=20),
-        RandomFourierFeatures(kernel="induced", sampling="qmc", n_components=16),
-        RandomFourierFeatures(kernel="laplacian", sampling="leverage", n_components=20),
-        RandomFourierFeatures(kernel=laplacian_1d, n_components=10),
-    ],
-    expected_failed_checks=_expected_failures,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
