@@ -12,5 +12,9 @@ def test_demo_learns_and_writes_the_chart(tmp_path, capsys):
     assert set(np.argsort(-model.feature_importances_)[:3]) <= {0, 2, 6, 7, 8}
 
 
-def test_main_parses_demo(tmp_path):
-    assert main(["demo", "--n-samples", "600", "--output", str(tmp_path / "r.png")]) == 0
+def test_main_parses_demo(tmp_path, capsys):
+    output = tmp_path / "r.png"
+    main(["demo", "--n-samples", "600", "--random-state", "1", "--output", str(output)])
+    printed = capsys.readouterr().out
+    assert "RFFNetRegressor on SE1: 600 training points, 18 features" in printed
+    assert f"saved to {output}" in printed and output.stat().st_size > 1000

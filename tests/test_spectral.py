@@ -55,7 +55,7 @@ def test_sampled_frequencies_reproduce_profile(profile):
         (np.cos, "does not decay"),
         (lambda d: 2 * np.exp(-d**2), "k\\(0\\) = 2.0"),
         (lambda d: np.exp(-(d - 0.1) ** 2) / np.exp(-0.01), "not even"),
-        (lambda d: np.exp(-d), "non-finite|not even"),
+        (lambda d: np.exp(-d), "non-finite"),  # overflows at large negative d
         (lambda d: 1 / (1 + np.abs(d)), "decays too slowly"),
     ],
     ids=["box", "one-minus-square", "linear", "cos", "unnormalised", "shifted", "odd", "slow"],
