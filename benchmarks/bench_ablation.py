@@ -101,12 +101,10 @@ def initial_model(p, n_components, seed):
     """The shared starting point: Gaussian ARD layer, relevances 1/sqrt(p), beta = 0."""
     import torch
 
-    from rffkit.layers import ARDRandomFourierFeatures
-    from rffkit.rffnet import _RFFNetModule
+    from rffkit.layers import ARDRandomFourierFeatures, RFFNetModule
 
     rff = ARDRandomFourierFeatures.from_kernel(p, n_components, "gaussian", random_state=seed, dtype=torch.float32)
-    with torch.random.fork_rng(devices=[]):
-        return _RFFNetModule(rff, (), 1, torch.Generator().manual_seed(seed))
+    return RFFNetModule(rff, (), 1, torch.Generator().manual_seed(seed))
 
 
 def _mse(model, X, y):
@@ -118,16 +116,29 @@ def _mse(model, X, y):
 
 
 class _Clock:
-    """``log`` callback for the solvers: timestamps every recorded epoch / iteration."""
+    """``progress`` callback for the solvers: timestamps every epoch / iteration and keeps its values."""
 
-    def __init__(self, marker):
-        self.marker, self.times, self.messages = marker, [], []
+    def __init__(self):
+        self.times, self.values = [], []
         self.start = time.perf_counter()
 
-    def __call__(self, message):
-        if self.marker in message:
-            self.times.append(time.perf_counter() - self.start)
-            self.messages.append(message)
+    def __call__(self, *values):
+        self.times.append(time.perf_counter() - self.start)
+        self.values.append(values)
+
+
+def _optimisers(optimizer, single_block):
+    """The ablation's optimisers: Adam or SGD, on two blocks (Algorithm 1) or on one."""
+    import torch
+
+    make = torch.optim.Adam if optimizer == "adam" else torch.optim.SGD
+
+    def build(head_parameters, relevances, learning_rate):
+        if single_block:
+            return [make(head_parameters + [relevances], lr=learning_rate)]
+        return [make(head_parameters, lr=learning_rate), make([relevances], lr=learning_rate)]
+
+    return build
 
 
 def run_minibatch(data, init, method, learning_rate, epochs, seed):
@@ -135,24 +146,24 @@ def run_minibatch(data, init, method, learning_rate, epochs, seed):
     import torch
     from torch import nn
 
-    from rffkit._solvers import DivergenceError, fit_alternating_adam
+    from rffkit._adam import DivergenceError, fit_alternating_adam
 
     optimizer, single_block = MINIBATCH[method]
     model = copy.deepcopy(init)
     initial = _mse(model, data["X_val"], data["y_val"])
-    clock = _Clock("validation loss")
+    clock = _Clock()
     try:
         history = fit_alternating_adam(
             model, nn.MSELoss(), data["X"], data["y"], data["X_val"], data["y_val"],
             alpha=ALPHA, learning_rate=learning_rate, batch_size=BATCH_SIZE, max_iter=epochs,
             n_iter_no_change=None, tol=0.0, generator=torch.Generator().manual_seed(seed),
             penalised=[model.first_linear.weight], relevances=model.rff.relevances,
-            single_block=single_block, optimizer=optimizer, verbose=1, log=clock,
+            make_optimisers=_optimisers(optimizer, single_block), progress=clock,
         )
         validation = list(history.validation_loss)
         diverged = False
     except DivergenceError:  # keep the epochs that finished (their losses are in the log)
-        validation = [float(m.rsplit(" ", 1)[1]) for m in clock.messages]
+        validation = [values[-1] for values in clock.values]
         diverged = True
     total = time.perf_counter() - clock.start
     scale = data["y_scale"] ** 2
@@ -175,26 +186,27 @@ def run_varpro(data, init, seed):
     """The library default solver, then beta by ridge on all training data."""
     import torch
 
-    from rffkit._solvers import fit_variable_projection, ridge_solve
+    from rffkit._ridge import solve_ridge
+    from rffkit._search import fit_variable_projection
 
     model = copy.deepcopy(init)
     initial = _mse(model, data["X_val"], data["y_val"])
     rff = model.rff
-    clock = _Clock("validation MSE")
+    clock = _Clock()
     history = fit_variable_projection(
         rff, data["X"], data["y"], data["X_val"], data["y_val"],
         alpha=ALPHA, max_iter=100, n_iter_no_change=10, tol=1e-4,
-        generator=torch.Generator().manual_seed(seed), verbose=1, log=clock,
+        generator=torch.Generator().manual_seed(seed), progress=clock,
     )
     with torch.no_grad():
-        beta, c = ridge_solve(rff(data["X"]), data["y"], ALPHA)
-        model.first_linear.weight.copy_(beta.reshape(1, -1))
-        model.first_linear.bias.copy_(c.reshape(1))
+        head = solve_ridge(rff(data["X"]), data["y"], ALPHA)
+        model.first_linear.weight.copy_(head.coef.reshape(1, -1))
+        model.first_linear.bias.copy_(head.intercept.reshape(1))
     total = time.perf_counter() - clock.start
     scale = data["y_scale"] ** 2
     final = _mse(model, data["X_val"], data["y_val"])
     validation = np.asarray([initial] + list(history.validation_loss) + [final]) * scale
-    stages = [m.split(":")[0].replace("stage ", "") for m in clock.messages]
+    stages = [f"m={values[0]} s={values[1]}" for values in clock.values]
     return {  # the initial model, every L-BFGS iteration, then the final all-data solve
         "epochs": np.arange(len(validation)),
         "seconds": np.asarray([0.0] + clock.times + [total]),
@@ -217,12 +229,12 @@ def tune(datasets, seed, n_tune, tune_epochs, grids):
     training points (same validation set, features for ``n_tune`` points); scores
     within ``TIE`` of the lowest count as ties, won by the largest rate.
     """
-    from rffkit._solvers import default_n_features
+    from rffkit._search import default_n_components
 
     chosen, scores = {}, {}
     for problem, data in datasets.items():
         small = dict(data, X=data["X"][:n_tune], y=data["y"][:n_tune])
-        init = initial_model(data["p"], default_n_features(n_tune), seed)
+        init = initial_model(data["p"], default_n_components(n_tune), seed)
         chosen[problem] = {}
         for family, grid in grids.items():
             for lr in grid:
@@ -423,7 +435,7 @@ def main():
 
     import torch
 
-    from rffkit._solvers import default_n_features
+    from rffkit._search import default_n_components
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -431,7 +443,7 @@ def main():
     args.load = os.getloadavg()[0]
     datasets = {problem: prepare(problem, args.n_train, args.n_test, args.seed) for problem in args.problems}
     n_train = next(iter(datasets.values()))["X"].shape[0]
-    n_components = default_n_features(n_train)
+    n_components = default_n_components(n_train)
     fixed = {"adam": args.adam_lr, "sgd": args.sgd_lr}
     learning_rates, tuning = {problem: dict(fixed) for problem in datasets}, {}
     if args.tune:

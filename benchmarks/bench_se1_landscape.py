@@ -47,7 +47,8 @@ def main():
     args = parser.parse_args()
 
     from rffkit import RFFNetRegressor
-    from rffkit._solvers import select_ridge_alpha
+    from rffkit._ridge import select_ridge_alpha
+    from rffkit._settings import DEFAULT_SETTINGS
     from rffkit.layers import ARDRandomFourierFeatures
 
     (X_tr, X_va, X_te), (y_tr, y_va, y_te), support = _data("gregorova_se1", args.seed, 50_000)
@@ -73,7 +74,8 @@ def main():
     def test_mse(relevances):
         with torch.no_grad():
             layer.relevances.copy_(torch.as_tensor(relevances, dtype=torch.float32))
-            _, beta, c, _ = select_ridge_alpha(layer(train), target(y_tr), layer(val), target(y_va))
+            head = select_ridge_alpha(layer(train), target(y_tr), layer(val), target(y_va), DEFAULT_SETTINGS.alpha_grid)
+            beta, c = head.coef, head.intercept
             prediction = (layer(test) @ beta + c).numpy().ravel() * y_scale + y_mean
         return float(np.mean((prediction - y_te) ** 2))
 

@@ -36,13 +36,13 @@ import torch
 
 from _common import code_version, write_csv_atomically
 from rffkit._srff_solver import (
+    _ridge_step as _srff_ridge,
     _SQRT2,
     _phases,
     fista_gamma,
     gamma_loss,
     gamma_loss_and_gradient,
     project_onto_simplex,
-    ridge_coefficients,
     srff_features,
 )
 from rffkit.datasets import make_gregorova_se3
@@ -101,7 +101,7 @@ def problem(n, dtype, n_components=300, seed=0):
     offsets = (2 * math.pi * torch.rand(n_components, generator=generator, dtype=torch.float64)).to(dtype)
     X, y = torch.as_tensor(X, dtype=dtype), torch.as_tensor(y - y.mean(), dtype=dtype)
     gamma = torch.ones(d, dtype=dtype)  # uniform on the simplex of size d
-    coef, _ = ridge_coefficients(srff_features(X, gamma, frequencies, offsets), y, n / 100.0)
+    coef, _ = _srff_ridge(srff_features(X, gamma, frequencies, offsets), y, n / 100.0)
     return X, y, coef, gamma, frequencies, offsets
 
 

@@ -5,18 +5,28 @@ import pytest
 import torch
 from sklearn.linear_model import Ridge
 
-from rffkit._solvers import (
-    _schedule,
-    default_n_features,
-    fit_ridge_head,
-    gcv_objective,
-    marginal_r2,
-    refine_layer,
-    relevance_groups,
-    ridge_solve,
-    select_ridge_alpha,
-    target_spectrum,
-)
+from dataclasses import replace
+
+from rffkit._refine import refine_layer, relevance_groups, target_spectrum
+from rffkit._ridge import fit_ridge_head as _fit_ridge_head
+from rffkit._ridge import gcv_score, select_ridge_alpha, solve_ridge
+from rffkit._search import default_n_components, marginal_r2, search_schedule
+from rffkit._settings import DEFAULT_SETTINGS
+
+GRID = DEFAULT_SETTINGS.alpha_grid
+
+
+def ridge_solve(Z, y, alpha):
+    solution = solve_ridge(Z, y, alpha)
+    return solution.coef, solution.intercept
+
+
+def fit_ridge_head(Z, y, Z_val, y_val, alpha):
+    return _fit_ridge_head(Z, y, Z_val, y_val, alpha, GRID)
+
+
+def _schedule(n_train, n_components, flop_budget=None):
+    return search_schedule(n_train, n_components, replace(DEFAULT_SETTINGS, search_flop_budget=flop_budget))
 from rffkit.kernels import KERNELS
 from rffkit.kernels import kernel_matrix
 from rffkit.layers import ARDRandomFourierFeatures
@@ -74,7 +84,7 @@ def test_ridge_solve_matches_scikit_learn():
     np.testing.assert_allclose(c.numpy(), [reference.intercept_], rtol=1e-8)
 
 
-def test_gcv_objective_matches_the_hat_matrix_and_autograd():
+def test_gcv_score_matches_the_hat_matrix_and_autograd():
     rng = np.random.default_rng(1)
     Z, y = rng.normal(size=(60, 12)), rng.normal(size=(60, 1))
     alpha, n = 0.05, 60
@@ -83,11 +93,11 @@ def test_gcv_objective_matches_the_hat_matrix_and_autograd():
     residual = yc - hat @ yc
     expected = np.mean(residual**2) / (1 - np.trace(hat) / n) ** 2
     Zt = torch.as_tensor(Z, dtype=torch.float64).requires_grad_(True)
-    score, _, _ = gcv_objective(Zt, torch.as_tensor(y), alpha)
+    score, _, _ = gcv_score(Zt, torch.as_tensor(y), alpha)
     np.testing.assert_allclose(float(score.detach()), expected, rtol=1e-10)
     small = torch.as_tensor(Z[:20, :5]).requires_grad_(True)
     target = torch.as_tensor(y[:20])
-    assert torch.autograd.gradcheck(lambda A: gcv_objective(A, target, alpha)[0], (small,))
+    assert torch.autograd.gradcheck(lambda A: gcv_score(A, target, alpha)[0], (small,))
 
 
 def test_select_ridge_alpha_matches_one_solve_per_alpha():
@@ -103,24 +113,26 @@ def test_select_ridge_alpha_matches_one_solve_per_alpha():
     for alpha in alphas:
         beta, c = ridge_solve(as_t(Z), as_t(y), alpha)
         by_validation.append(np.mean((Zv @ beta.numpy() + c.numpy() - yv) ** 2))
-        by_gcv.append(float(gcv_objective(as_t(Z), as_t(y), alpha)[0]))
+        by_gcv.append(float(gcv_score(as_t(Z), as_t(y), alpha)[0]))
     for validation, scores in (((as_t(Zv), as_t(yv)), by_validation), ((None, None), by_gcv)):
-        alpha, beta, c, score = select_ridge_alpha(as_t(Z), as_t(y), *validation, alphas=alphas)
+        head = select_ridge_alpha(as_t(Z), as_t(y), *validation, alphas)
+        alpha, beta, c, score = head.alpha, head.coef, head.intercept, head.score
         assert alpha == alphas[int(np.argmin(scores))]
         np.testing.assert_allclose(score, min(scores), rtol=1e-9)
         reference_beta, reference_c = ridge_solve(as_t(Z), as_t(y), alpha)
         np.testing.assert_allclose(beta.numpy(), reference_beta.numpy(), rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(c.numpy(), reference_c.numpy(), rtol=1e-8, atol=1e-12)
     # a 1-D target comes back 1-D; an all-noise target picks the largest penalty
-    alpha, beta, c, _ = select_ridge_alpha(as_t(Z), as_t(rng.normal(size=120)), as_t(Zv), as_t(rng.normal(size=40)))
+    head = select_ridge_alpha(as_t(Z), as_t(rng.normal(size=120)), as_t(Zv), as_t(rng.normal(size=40)), GRID)
+    alpha, beta, c = head.alpha, head.coef, head.intercept
     assert beta.shape == (25,) and c.shape == () and alpha >= 0.1
 
 
 def test_default_features_and_schedule():
-    assert default_n_features(50_000) == int(np.floor(np.sqrt(50_000) * np.log(50_000)))
-    assert default_n_features(10**7) == 4000 and default_n_features(3) == 10
+    assert default_n_components(50_000) == int(np.floor(np.sqrt(50_000) * np.log(50_000)))
+    assert default_n_components(10**7) == 4000 and default_n_components(3) == 10
     stages = _schedule(45_000, 2272)
-    assert stages[0] == (2000, default_n_features(2000)) and stages[-1] == (45_000, 2272)
+    assert stages[0] == (2000, default_n_components(2000)) and stages[-1] == (45_000, 2272)
     assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
 
 
@@ -130,12 +142,12 @@ def budget_evaluations(m, s, budget=3e11):
 
 @pytest.mark.parametrize("n_train", [1_000, 2_700, 5_000, 9_000, 10_000, 11_000, 12_000, 45_000, 200_000])
 def test_budgeted_schedule_affords_every_fine_stage(n_train):
-    budget, n_components = 3e11, default_n_features(n_train)
+    budget, n_components = 3e11, default_n_components(n_train)
     stages = _schedule(n_train, n_components, flop_budget=budget)
     unbudgeted = _schedule(n_train, n_components)
     assert stages[0] == unbudgeted[0]
     for m, s in stages[1:]:
-        assert s == min(n_components, default_n_features(m)) and budget_evaluations(m, s, budget) >= 10
+        assert s == min(n_components, default_n_components(m)) and budget_evaluations(m, s, budget) >= 10
     assert all(a[0] < b[0] for a, b in zip(stages, stages[1:]))
     # stages that fit the budget are kept as they are; shrunk ones grow by 1.5x at least
     assert all(b in unbudgeted or b[0] >= 1.5 * a[0] for a, b in zip(stages, stages[1:]))
@@ -147,11 +159,11 @@ def test_budgeted_schedule_affords_every_fine_stage(n_train):
 def test_budgeted_schedule_shrinks_an_unaffordable_last_stage():
     # 10k rows: the full-size stage cannot afford 10 evaluations at 3e11 flops; it
     # used to be skipped, leaving the search on 2,000 rows
-    stages = _schedule(10_000, default_n_features(10_000), flop_budget=3e11)
+    stages = _schedule(10_000, default_n_components(10_000), flop_budget=3e11)
     assert len(stages) == 2 and 9_000 < stages[1][0] < 10_000
     assert budget_evaluations(*stages[1]) < 11
     # 45k rows: 32k and 45k shrink to under 1.5 x 8k, so both are dropped
-    assert _schedule(45_000, 2272, flop_budget=3e11) == [(2000, default_n_features(2000)), (8000, default_n_features(8000))]
+    assert _schedule(45_000, 2272, flop_budget=3e11) == [(2000, default_n_components(2000)), (8000, default_n_components(8000))]
 
 
 def test_relevance_groups_runs_then_weakest_sets():
@@ -184,7 +196,7 @@ def test_refine_layer_rescales_a_group_off_a_too_smooth_plateau(validation):
     frequencies = layer.frequencies.clone()
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
-    new = refine_layer(
+    layer, new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
         generator=torch.Generator().manual_seed(0),
     )
@@ -192,10 +204,10 @@ def test_refine_layer_rescales_a_group_off_a_too_smooth_plateau(validation):
     assert lam[0] == lam[1] and lam[0] in (0.5, 1.0)  # 2.5 or 5 times the group's 0.2
     assert np.all(lam[2:] == 0.0)
     assert torch.equal(layer.frequencies, frequencies)  # no sampler: the draw stays
-    assert new[3] < 0.8 * head[3]
+    assert new.score < 0.8 * head.score
     with torch.no_grad():  # the returned head is the ridge fit at the kept relevances
         reference = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
-    np.testing.assert_allclose(new[1].numpy(), reference[1].numpy())
+    np.testing.assert_allclose(new.coef.numpy(), reference.coef.numpy())
 
 
 def test_refine_layer_keeps_a_layer_that_is_right():
@@ -204,11 +216,11 @@ def test_refine_layer_keeps_a_layer_that_is_right():
     before = [t.detach().clone() for t in (layer.relevances, layer.frequencies, layer.offsets)]
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
-    new = refine_layer(
+    kept, new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
         generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
     )
-    assert new is head
+    assert new is head and kept is layer
     assert all(torch.equal(a, b) for a, b in zip(before, (layer.relevances, layer.frequencies, layer.offsets)))
 
 
@@ -231,17 +243,17 @@ def test_refine_layer_prunes_relevances_left_on_noise(validation):
     frequencies = layer.frequencies.clone()
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
-    new = refine_layer(
+    layer, new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
-        generator=torch.Generator().manual_seed(0), prune_fractions=(0.1, 0.3),
+        generator=torch.Generator().manual_seed(0), prune=True, settings=replace(DEFAULT_SETTINGS, prune_fractions=(0.1, 0.3)),
     )
     lam = layer.relevances.detach().numpy()
     np.testing.assert_array_equal(lam, [1.0, 1.0] + [0.0] * 18)
     assert torch.equal(layer.frequencies, frequencies)
-    assert new[3] < 0.9 * head[3]
+    assert new.score < 0.9 * head.score
     with torch.no_grad():  # the returned head is the ridge fit at the kept relevances
         reference = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, "auto")
-    np.testing.assert_allclose(new[1].numpy(), reference[1].numpy())
+    np.testing.assert_allclose(new.coef.numpy(), reference.coef.numpy())
 
 
 def test_refine_layer_does_not_prune_a_weak_relevant_feature():
@@ -250,11 +262,11 @@ def test_refine_layer_does_not_prune_a_weak_relevant_feature():
     layer = ARDRandomFourierFeatures.from_kernel(2, 300, relevance=[1.0, 0.25], random_state=0, dtype=torch.float64)
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
-    new = refine_layer(
+    kept, new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
-        generator=torch.Generator().manual_seed(0), prune_fractions=(0.1, 0.2, 0.3),
+        generator=torch.Generator().manual_seed(0), prune=True,
     )
-    assert new is head
+    assert new is head and kept is layer
     np.testing.assert_array_equal(layer.relevances.detach().numpy(), [1.0, 0.25])
 
 
@@ -291,7 +303,7 @@ def test_refine_layer_aligns_frequencies_with_a_ridge_function(variant):
     old = ARDRandomFourierFeatures.from_kernel(
         6, 300, relevance=relevances, random_state=0, dtype=torch.float64, variant=variant
     )
-    new = refine_layer(
+    layer, new = refine_layer(
         layer, X, y, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
         generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
     )
@@ -307,9 +319,9 @@ def test_refine_layer_aligns_frequencies_with_a_ridge_function(variant):
     assert np.median(cosine) > 1.5 * np.median(np.abs(W_old.sum(axis=0)) / np.sqrt(3) / np.linalg.norm(W_old, axis=0))
     X_test, y_test, _, _ = _ridge_function_problem(n=3000, n_val=0, seed=2)  # fresh data
     with torch.no_grad():
-        mse_new = float(((layer(X_test) @ new[1] + new[2] - y_test) ** 2).mean())
-        mse_old = float(((old(X_test) @ head[1] + head[2] - y_test) ** 2).mean())
-    assert new[3] < head[3] and mse_new < 0.8 * mse_old
+        mse_new = float(((layer(X_test) @ new.coef + new.intercept - y_test) ** 2).mean())
+        mse_old = float(((old(X_test) @ head.coef + head.intercept - y_test) ** 2).mean())
+    assert new.score < head.score and mse_new < 0.8 * mse_old
 
 
 def test_refine_layer_does_not_align_without_a_validation_split():
@@ -319,7 +331,7 @@ def test_refine_layer_does_not_align_without_a_validation_split():
     frequencies = layer.frequencies.clone()
     with torch.no_grad():
         head = fit_ridge_head(layer(X), y, None, None, "auto")
-    refine_layer(
+    layer, _ = refine_layer(
         layer, X, y, None, None, head, search_alpha=1e-4, head_alpha="auto", rescale_groups=False,
         generator=torch.Generator().manual_seed(0), sample_frequencies=KERNELS["gaussian"].sample_frequencies,
     )

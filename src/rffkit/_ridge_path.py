@@ -44,7 +44,7 @@ __all__ = [
     "ridge_spectrum",
     "gcv_path",
     "loo_path",
-    "ridge_coefficients",
+    "path_coefficients",
 ]
 
 _BLOCK_ROWS = 4096
@@ -241,7 +241,7 @@ def loo_path(spectrum, alphas, Z, y):
     return (total / n).to(dtype)
 
 
-def ridge_coefficients(spectrum, alpha, Z=None):
+def path_coefficients(spectrum, alpha, Z=None):
     """Coefficients ``w`` (D x T) for one alpha, or one alpha per target (shape (T,)).
 
     ``Z`` (the uncentred features) is needed in the dual form only.

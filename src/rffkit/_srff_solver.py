@@ -4,7 +4,7 @@ Pure tensor functions, independent of scikit-learn, each testable on its own:
 
 * :func:`project_onto_simplex`   Euclidean projection onto ``{g >= 0, sum(g) = r}``;
 * :func:`srff_features`          ``Z = sqrt(2) cos(X diag(gamma) E + b)``;
-* :func:`ridge_coefficients`     the closed-form step for ``a`` given ``gamma``;
+* the closed-form step for ``a`` given ``gamma``, by :func:`rffkit._ridge.solve_ridge`;
 * :func:`gamma_loss_and_gradient` the loss ``||y - Z a||^2`` as a function of ``gamma``
   and its analytic gradient (equation 11 of the paper);
 * :func:`fista_gamma`            projected gradient on ``gamma`` accelerated by FISTA
@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._ridge import solve_ridge
+
 __all__ = [
     "project_onto_simplex",
     "srff_features",
-    "ridge_coefficients",
     "gamma_loss",
     "gamma_loss_and_gradient",
     "fista_gamma",
@@ -77,31 +78,10 @@ def _phases(X, gamma, frequencies, offsets):
     return torch.addmm(offsets, X, gamma.unsqueeze(1) * frequencies)
 
 
-def _center(Z, y, fit_intercept):
-    if not fit_intercept:
-        return Z, y, None, None
-    z_mean, y_mean = Z.mean(dim=0), y.mean()
-    return Z - z_mean, y - y_mean, z_mean, y_mean
-
-
-def ridge_coefficients(Z, y, alpha, *, fit_intercept=True):
-    """Minimise ``||y - Z a - c||^2 + alpha ||a||^2`` in closed form.
-
-    Solves ``(Z_c^T Z_c + alpha I) a = Z_c^T y_c`` by a Cholesky factorisation, with
-    ``Z_c``, ``y_c`` centred when ``fit_intercept`` (then ``c = mean(y) - mean(Z) a``,
-    otherwise ``c = 0``). Returns ``(a, c)``.
-    """
-    Zc, yc, z_mean, y_mean = _center(Z, y, fit_intercept)
-    gram = Zc.T @ Zc
-    gram.diagonal().add_(alpha)
-    rhs = (Zc.T @ yc).unsqueeze(1)
-    factor, info = torch.linalg.cholesky_ex(gram)
-    if int(info) == 0:
-        coef = torch.cholesky_solve(rhs, factor).squeeze(1)
-    else:  # alpha tiny and Z rank-deficient: fall back to least squares
-        coef = torch.linalg.lstsq(gram, rhs).solution.squeeze(1)
-    intercept = (y_mean - z_mean @ coef) if fit_intercept else torch.zeros((), dtype=Z.dtype, device=Z.device)
-    return coef, intercept
+def _ridge_step(Z, y, alpha, fit_intercept=True):
+    """The closed-form step for ``a``: ``||y - Z a - c||^2 + alpha ||a||^2`` in the dtype of ``Z``."""
+    solution = solve_ridge(Z, y, alpha, per_sample=False, solve_dtype=None, fit_intercept=fit_intercept)
+    return solution.coef, solution.intercept
 
 
 def _residual(y, coef, phases, fit_intercept, need_sin=False):
@@ -239,7 +219,7 @@ def fit_srff(
 
     ``gamma`` starts evenly on the simplex ``{gamma >= 0, sum(gamma) = radius}``
     (``radius = n_features`` by default, so ``gamma = 1``). Each outer iteration solves
-    for ``a`` in closed form (:func:`ridge_coefficients`) and then takes up to
+    for ``a`` in closed form (:func:`rffkit._ridge.solve_ridge` on the sum of squares) and then takes up to
     ``max_inner_iter`` FISTA steps on ``gamma`` (:func:`fista_gamma`). Stops when the
     relative decrease of ``J`` is under ``tol`` or after ``max_iter`` outer iterations.
     """
@@ -257,7 +237,7 @@ def fit_srff(
     n_iter = 0
     phases = _phases(X, gamma, frequencies, offsets)  # carried along with gamma
     for n_iter in range(1, max_iter + 1):
-        coef, intercept = ridge_coefficients(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept=fit_intercept)
+        coef, intercept = _ridge_step(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept)
         penalty = alpha * float(coef @ coef)
         gamma, step, history, phases = _fista_gamma(
             X, y, coef, gamma, phases, frequencies, offsets,
@@ -271,7 +251,7 @@ def fit_srff(
         if previous - objective[-1] <= tol * max(abs(previous), 1e-300):
             break
     # Final closed-form step so that (a, c) is optimal for the returned gamma.
-    coef, intercept = ridge_coefficients(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept=fit_intercept)
+    coef, intercept = _ridge_step(_SQRT2 * torch.cos(phases), y, alpha, fit_intercept)
     return SRFFSolution(gamma=gamma, coef=coef, intercept=intercept, n_iter=n_iter, objective=objective)
 
 

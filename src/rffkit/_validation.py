@@ -14,6 +14,9 @@ import torch
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "SEED_BOUND",
+    "draw_seeds",
+    "standardisation",
     "resolve_device",
     "inference_device",
     "CPUPicklingMixin",
@@ -24,7 +27,8 @@ __all__ = [
     "to_numpy",
 ]
 
-_SEED_BOUND = 2**31 - 1
+#: Seeds drawn for local generators lie in [0, SEED_BOUND).
+SEED_BOUND = 2**31 - 1
 
 
 def resolve_device(device, *, owner="estimator"):
@@ -96,8 +100,32 @@ def seed_from_random_state(random_state):
     """
     if isinstance(random_state, numbers.Integral):
         # Use the integer itself so the seed is stable and readable.
-        return int(random_state) % _SEED_BOUND
-    return int(check_random_state(random_state).randint(_SEED_BOUND))
+        return int(random_state) % SEED_BOUND
+    return int(check_random_state(random_state).randint(SEED_BOUND))
+
+
+def draw_seeds(random_state, n_seeds):
+    """``n_seeds`` integer seeds drawn from ``random_state`` (None, int or RandomState).
+
+    The draws come from ``check_random_state``'s local ``RandomState``, so an integer
+    ``random_state`` gives the same seeds every time and the global state is untouched.
+    """
+    return [int(seed) for seed in check_random_state(random_state).randint(SEED_BOUND, size=n_seeds)]
+
+
+def standardisation(X):
+    """Column means and scales that standardise ``X``: ``(X - mean) / scale``.
+
+    A column whose standard deviation is within rounding of zero (at most
+    ``max(eps, 1e-12) * max(1, |mean|)``, ``eps`` of the dtype of ``X``) is constant:
+    its scale is 1, so it stays a column of zeros instead of amplifying rounding noise.
+    Returns ``(mean, scale)``, two arrays of shape (n_features,) in the dtype of ``X``.
+    """
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    tolerance = max(float(np.finfo(X.dtype).eps), 1e-12) * np.maximum(np.abs(mean), 1.0)
+    scale[~(scale > tolerance)] = 1.0
+    return mean, scale
 
 
 def torch_generator(seed, device="cpu"):

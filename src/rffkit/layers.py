@@ -16,7 +16,7 @@ from torch import nn
 
 from .kernels import get_kernel
 
-__all__ = ["ARDRandomFourierFeatures"]
+__all__ = ["ARDRandomFourierFeatures", "RFFNetModule"]
 
 
 class ARDRandomFourierFeatures(nn.Module):
@@ -107,6 +107,16 @@ class ARDRandomFourierFeatures(nn.Module):
     def n_components(self):
         return self._n_components
 
+    def replace(self, *, frequencies=None, offsets=None, relevances=None):
+        """A new layer with some of this one's draws or relevances replaced (the rest shared)."""
+        return type(self)(
+            self.frequencies if frequencies is None else frequencies,
+            self.offsets if offsets is None else offsets,
+            self.relevances.detach() if relevances is None else relevances,
+            variant=self.variant,
+            n_components=self.n_components,
+        )
+
     def forward(self, x, n_components=None):
         """Random features of ``x``; ``n_components`` uses only the first columns.
 
@@ -135,3 +145,56 @@ class ARDRandomFourierFeatures(nn.Module):
             f"n_features={self.frequencies.shape[0]}, n_components={self.n_components}, "
             f"variant={self.variant!r}"
         )
+
+
+class RFFNetModule(nn.Module):
+    """RFFNet's network: the ARD random-feature layer, then a linear head or a ReLU MLP.
+
+    With no hidden layer the head is ``beta^T z(lambda o x) + c`` (Otto & Izbicki,
+    2022), initialised at ``beta = 0``; with hidden layers it is RFFNet+ (Otto, 2022),
+    initialised by He's rule from ``generator`` (the global RNG is left untouched).
+
+    Parameters
+    ----------
+    rff : ARDRandomFourierFeatures
+    hidden_layer_sizes : tuple of int
+    n_outputs : int
+    generator : torch.Generator
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = ARDRandomFourierFeatures.from_kernel(3, 8, random_state=0)
+    >>> net = RFFNetModule(layer, (), 1, torch.Generator().manual_seed(0))
+    >>> net(torch.zeros(2, 3, dtype=torch.float64)).shape
+    torch.Size([2, 1])
+    """
+
+    def __init__(self, rff, hidden_layer_sizes, n_outputs, generator):
+        super().__init__()
+        self.rff = rff
+        widths = [rff.n_components, *hidden_layer_sizes, n_outputs]
+        layers = []
+        with torch.random.fork_rng(devices=[]):  # nn.Linear's own init reads the global RNG
+            for i, (width_in, width_out) in enumerate(zip(widths[:-1], widths[1:])):
+                linear = nn.Linear(width_in, width_out, dtype=rff.frequencies.dtype, device=rff.frequencies.device)
+                with torch.no_grad():
+                    if len(widths) == 2:  # plain RFFNet: beta = 0 is the ridge starting point
+                        linear.weight.zero_()
+                    else:
+                        bound = math.sqrt(6.0 / width_in)
+                        uniform = torch.rand(linear.weight.shape, generator=generator, dtype=linear.weight.dtype)
+                        linear.weight.copy_((uniform * 2 - 1) * bound)
+                    linear.bias.zero_()
+                layers.append(linear)
+                if i < len(widths) - 2:
+                    layers.append(nn.ReLU())
+        self.head = nn.Sequential(*layers)
+
+    @property
+    def first_linear(self):
+        """The dense layer after the random features (the one ``alpha`` penalises)."""
+        return self.head[0]
+
+    def forward(self, x):
+        return self.head(self.rff(x))

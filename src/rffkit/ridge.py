@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ridge_path import gcv_path, loo_path, ridge_coefficients, ridge_spectrum
+from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum
 from ._validation import resolve_device, torch_dtype_for
 from .features import RandomFourierFeatures
 
@@ -233,7 +233,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             else:
                 best = np.full(y2d.shape[1], np.argmin(cv_values.sum(axis=1)))
         chosen = alphas[best]
-        coef = ridge_coefficients(spectrum, chosen, Z).cpu().numpy().astype(np_dtype)  # (D, T)
+        coef = path_coefficients(spectrum, chosen, Z).cpu().numpy().astype(np_dtype)  # (D, T)
         intercept = spectrum.target_mean - spectrum.feature_mean @ coef if self.fit_intercept else np.zeros(y2d.shape[1], dtype=np_dtype)
 
         one_target = y.ndim == 1

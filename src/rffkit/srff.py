@@ -22,6 +22,7 @@ from ._validation import (
     inference_device,
     resolve_device,
     seed_from_random_state,
+    standardisation,
     to_numpy,
     torch_dtype_for,
 )
@@ -279,9 +280,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
                 "or a single value in alphas to skip the validation search."
             )
         dtype = torch_dtype_for(X)
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
-        scale[~(scale > np.finfo(X.dtype).eps * np.maximum(np.abs(mean), 1.0))] = 1.0
+        mean, scale = standardisation(X)
         standardised = ((X - mean) / scale).astype(X.dtype, copy=False)
         target = y.astype(X.dtype, copy=False)
 

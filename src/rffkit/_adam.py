@@ -1,0 +1,156 @@
+"""Algorithm 1 of Otto & Izbicki (2022): alternating Adam on the head and the relevances.
+
+Minimises RFFNet's objective
+
+    (1/n) sum_i loss(y_i, head(z(lambda o x_i))) + alpha ||W||^2
+
+over mini-batches: on every batch one Adam step on the head's parameters and then one
+on the relevances ``lambda``, with early stopping on a validation split and the best
+state restored. It works for any loss and any head (the classifier, RFFNet+'s MLP).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._history import FitHistory, snapshot
+from ._settings import DEFAULT_SETTINGS
+
+__all__ = ["DivergenceError", "fit_alternating_adam"]
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss that lowering the step did not cure."""
+
+
+def two_adam_blocks(head_parameters, relevances, learning_rate):
+    """Algorithm 1's optimisers: one Adam on the head, one on the relevances."""
+    return [torch.optim.Adam(head_parameters, lr=learning_rate), torch.optim.Adam([relevances], lr=learning_rate)]
+
+
+def _batches(n, batch_size, generator, device):
+    order = torch.randperm(n, generator=generator).to(device)
+    return order.split(batch_size)
+
+
+@torch.no_grad()
+def _mean_loss(model, loss_fn, X, y, batch_size):
+    total = 0.0
+    for start in range(0, X.shape[0], batch_size):
+        out = model(X[start : start + batch_size])
+        total += float(loss_fn(out, y[start : start + batch_size])) * out.shape[0]
+    return total / X.shape[0]
+
+
+def fit_alternating_adam(
+    model, loss_fn, X, y, X_val, y_val, *, alpha, learning_rate, batch_size, max_iter, n_iter_no_change, tol,
+    generator, penalised, relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks,
+    settings=DEFAULT_SETTINGS, progress=None,
+):
+    """Alternating Adam steps on the head and on the relevances, with early stopping.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps inputs to outputs; trained in place and left at its best state.
+    loss_fn : callable
+        ``loss_fn(outputs, targets)``, a mean over the batch.
+    X, y : Tensor
+        Training data.
+    X_val, y_val : Tensor or None
+        The loss monitored each epoch (the training loss when None).
+    alpha : float
+        Weight of ``||W||^2`` over the tensors in ``penalised``.
+    learning_rate, batch_size, max_iter : float, int, int
+        Step size, mini-batch size and most epochs.
+    n_iter_no_change : int or None
+        Stop after this many epochs without a relative improvement of ``tol`` in the
+        monitored loss (None: run ``max_iter`` epochs).
+    tol : float
+    generator : torch.Generator
+        Shuffles the batches.
+    penalised : list of Tensor
+    relevances : torch.nn.Parameter
+        ``lambda``.
+    relevance_penalty : float, default=0.0
+        Adds ``penalty ||lambda||_1``, applied after every step by its proximal map,
+        soft-thresholding at ``learning_rate * penalty``, so relevances reach exactly
+        zero (Otto & Izbicki, 2022).
+    make_optimisers : callable, default=two_adam_blocks
+        ``make_optimisers(head_parameters, relevances, learning_rate)`` returns the
+        optimisers stepped in turn on every batch.
+    settings : RFFNetSettings
+    progress : callable or None
+        Called as ``progress(epoch, train_loss, validation_loss)`` after every epoch.
+
+    Returns
+    -------
+    FitHistory
+
+    Raises
+    ------
+    DivergenceError
+        When the loss stays non-finite after the step was halved
+        ``settings.max_divergence_restarts`` times (each time from the best state).
+    """
+    head_parameters = [p for p in model.parameters() if p is not relevances]
+
+    def objective(xb, yb):
+        loss = loss_fn(model(xb), yb)
+        return loss + alpha * sum((w * w).sum() for w in penalised)
+
+    lr = learning_rate
+    optimisers = make_optimisers(head_parameters, relevances, lr)
+    history = FitHistory(state=snapshot(model))
+    best, stall, restarts = math.inf, 0, 0
+    monitor_X, monitor_y = (X_val, y_val) if X_val is not None else (X, y)
+    epoch = 0
+    while epoch < max_iter:
+        model.train()
+        running, seen, finite = 0.0, 0, True
+        for idx in _batches(X.shape[0], batch_size, generator, X.device):
+            xb, yb = X[idx], y[idx]
+            for optimiser in optimisers:
+                optimiser.zero_grad(set_to_none=True)
+                loss = objective(xb, yb)
+                loss.backward()
+                optimiser.step()
+            if relevance_penalty > 0:
+                with torch.no_grad():
+                    shrunk = relevances.abs() - lr * relevance_penalty
+                    relevances.copy_(torch.sign(relevances) * shrunk.clamp_min(0.0))
+            if not torch.isfinite(loss):
+                finite = False
+                break
+            running += float(loss.detach()) * idx.shape[0]
+            seen += idx.shape[0]
+        model.eval()
+        score = _mean_loss(model, loss_fn, monitor_X, monitor_y, settings.predict_chunk_rows) if finite else math.nan
+        if not math.isfinite(score):
+            restarts += 1
+            if restarts > settings.max_divergence_restarts:
+                raise DivergenceError(
+                    f"training diverged (non-finite loss) even after lowering the learning rate to {lr:.3g}; "
+                    "lower learning_rate or raise alpha."
+                )
+            model.load_state_dict(history.state)
+            lr /= 2.0
+            optimisers = make_optimisers(head_parameters, relevances, lr)
+            continue
+        epoch += 1
+        history.record(running / max(seen, 1), score)
+        if progress is not None:
+            progress(epoch, history.train_loss[-1], score)
+        if score < best - tol * max(abs(best), 1e-12) if math.isfinite(best) else True:
+            best, stall = score, 0
+            history.state = snapshot(model)
+            history.best_validation_loss = score
+        elif n_iter_no_change is not None:
+            stall += 1
+            if stall >= n_iter_no_change:
+                break
+    history.n_iter = epoch
+    model.load_state_dict(history.state)
+    return history

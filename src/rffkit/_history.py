@@ -1,0 +1,41 @@
+"""What RFFNet's solvers report back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["FitHistory", "snapshot"]
+
+
+@dataclass
+class FitHistory:
+    """Losses per iteration and the best state a solver found.
+
+    Attributes
+    ----------
+    state : dict
+        A copy of the best parameters (a module's ``state_dict``).
+    train_loss, validation_loss : list of float
+        The training objective and the monitored loss at every epoch ('adam') or
+        L-BFGS iteration ('varpro').
+    best_validation_loss : float
+    n_iter : int
+        Epochs or L-BFGS iterations run.
+    """
+
+    state: dict
+    train_loss: list = field(default_factory=list)
+    validation_loss: list = field(default_factory=list)
+    best_validation_loss: float = math.inf
+    n_iter: int = 0
+
+    def record(self, train_loss, validation_loss):
+        """Append one iteration's losses."""
+        self.train_loss.append(train_loss)
+        self.validation_loss.append(validation_loss)
+
+
+def snapshot(module):
+    """A detached copy of ``module``'s state dict."""
+    return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}

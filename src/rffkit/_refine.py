@@ -1,0 +1,240 @@
+"""Moves on RFFNet's layer that the gradient search cannot make.
+
+After the relevance search (:mod:`rffkit._search`), :func:`refine_layer` tries, in
+turn:
+
+* **group rescaling** -- a gradient search from small relevances can stop on a
+  plateau where the kernel is too smooth to resolve a fast-varying component, which
+  it then treats as noise; no local move sees past it, and moving one feature alone
+  does not help when features act together. So each set of
+  :func:`relevance_groups` is set to a multiple of its largest relevance;
+* **aligned frequencies** -- the layer's iid spectral draws are mostly wasted on a
+  function that varies along few directions; a larger pool is drawn from the same
+  density and the frequencies whose ``(cos, sin)`` pair covaries most with the target
+  (:func:`target_spectrum`) are kept: the random-feature form of kernel-alignment
+  learning (Cristianini et al., 2002; Sinha & Duchi, 2016);
+* **pruning** -- the relevances under a fraction of the largest are set to zero,
+  which removes the phase noise the small relevances of irrelevant features add.
+
+The first two are screened on a subsample by a ridge fit at the search's penalty and
+the best is confirmed once; every confirmation refits the head on all training rows
+and, with a validation split, must lower the validation squared error by more than
+two standard errors of the paired per-sample differences (a small split must not
+pick a model by luck); without one, the GCV score by a relative margin. Candidate
+layers are new objects: nothing is changed in place.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ._ridge import fit_ridge_head
+from ._settings import DEFAULT_SETTINGS
+
+__all__ = ["relevance_groups", "target_spectrum", "refine_layer"]
+
+
+def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
+    """Sets of relevant features to rescale together, as lists of indices.
+
+    The features whose ``|relevance|`` is at least ``floor`` times the largest count
+    as relevant. Two kinds of set are returned, without repeats and at most
+    ``max_groups`` of them: runs of similar magnitude (the sorted magnitudes cut
+    wherever one is more than ``gap`` times the next), because features that act
+    together end a gradient search with similar relevances; and the weakest ``k``
+    relevant features for ``k >= 2``, because partners can also end apart, and the
+    features the search left smoothest are the ones a too-smooth plateau holds back.
+    """
+    magnitude = np.abs(np.asarray(relevances, dtype=np.float64))
+    top = magnitude.max(initial=0.0)
+    if not top > 0:
+        return []
+    order = [int(i) for i in np.argsort(-magnitude, kind="stable") if magnitude[i] >= floor * top]
+    runs, current = [], [order[0]]
+    for previous, index in zip(order[:-1], order[1:]):
+        if magnitude[previous] > gap * magnitude[index]:
+            runs.append(current)
+            current = []
+        current.append(index)
+    runs.append(current)
+    weakest = [order[-k:] for k in range(2, len(order))]
+    groups = []
+    for group in runs + weakest:
+        if sorted(group) not in [sorted(g) for g in groups]:
+            groups.append(group)
+    return groups[:max_groups]
+
+
+@torch.no_grad()
+def target_spectrum(X, y, frequencies, *, chunk=4096):
+    """Empirical Fourier transform of the centred target at each frequency.
+
+    For every column ``w`` of ``frequencies`` returns ``(C, S)`` with
+    ``C = sum_i (y_i - ybar) cos(w^T x_i) / n`` and ``S`` the same with ``sin``, so
+    ``C^2 + S^2 = |sum_i (y_i - ybar) exp(i w^T x_i)|^2 / n^2`` is the squared
+    covariance of the pair ``(cos, sin)`` with ``y``: the alignment of the
+    random-feature kernel ``cos(w^T (x - x'))`` with the target (Cristianini et al.,
+    2002). ``y`` has shape (n, k); ``C`` and ``S`` have shape (n_frequencies, k).
+    The ``n x chunk`` projections are formed a chunk of columns at a time.
+    """
+    n = X.shape[0]
+    yc = (y - y.mean(dim=0)) / n
+    cos_sums, sin_sums = [], []
+    for block in frequencies.split(chunk, dim=1):
+        projection = X @ block
+        cos_sums.append(torch.cos(projection).T @ yc)
+        sin_sums.append(torch.sin(projection).T @ yc)
+    return torch.cat(cos_sums), torch.cat(sin_sums)
+
+
+def _rescaled_layers(layer, settings):
+    """Layers with one group of :func:`relevance_groups` set to a multiple of its largest relevance."""
+    start = layer.relevances.detach()
+    groups = relevance_groups(
+        start.cpu().numpy(), gap=settings.group_gap, floor=settings.group_floor, max_groups=settings.max_groups
+    )
+    for group in groups:
+        for factor in settings.rescale_factors:
+            candidate = start.clone()
+            candidate[group] = factor * start[group].abs().max()
+            yield layer.replace(relevances=candidate)
+
+
+def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
+    """Layers whose frequencies are the best aligned of a larger draw, one per scale."""
+    n_features, kept = layer.frequencies.shape
+    affordable = int(settings.align_flop_budget / (2.0 * X.shape[0] * n_features * kept))
+    size = max(4, min(settings.align_pool, affordable)) * kept
+    rng = np.random.default_rng(int(torch.randint(2**31 - 1, (1,), generator=generator)))
+    dtype, device = layer.frequencies.dtype, layer.frequencies.device
+    draw = torch.as_tensor(sample_frequencies(rng, n_features, size), dtype=dtype, device=device)
+    if layer.variant == "cos":
+        phases = torch.as_tensor(rng.uniform(0.0, 2.0 * np.pi, size), dtype=dtype, device=device)
+    else:
+        phases = torch.zeros(size, dtype=dtype, device=device)
+    start = layer.relevances.detach()
+    for scale in settings.align_scales:
+        relevances = scale * start
+        cos_sums, sin_sums = target_spectrum(X * relevances, y, draw)
+        if layer.variant == "cos":  # cos(w x + b) = cos b cos(w x) - sin b sin(w x)
+            score = ((phases.cos()[:, None] * cos_sums - phases.sin()[:, None] * sin_sums) ** 2).sum(dim=1)
+        else:
+            score = (cos_sums**2 + sin_sums**2).sum(dim=1)
+        top = torch.topk(score, kept).indices
+        yield layer.replace(frequencies=draw[:, top].contiguous(), offsets=phases[top].contiguous(),
+                            relevances=relevances)
+
+
+def _confirm(layer, X, y, X_val, y_val, kept_head, kept_loss, head_alpha, settings):
+    """The head of ``layer`` on all of ``X`` and whether it beats the kept one: ``(head, accepted, loss)``.
+
+    With a validation split the per-sample squared error must fall by more than two
+    standard errors of the paired differences from ``kept_loss``; without one, the
+    GCV score by ``settings.margin``. ``loss`` is the new per-sample validation loss.
+    """
+    Z_val = None if X_val is None else layer(X_val)
+    head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha, settings.alpha_grid)
+    if X_val is None:
+        return head, bool(head.score < kept_head.score * (1.0 - settings.margin)), None
+    loss = head.sample_losses(Z_val, y_val)
+    gain = (kept_loss - loss).double()
+    return head, bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0])), loss
+
+
+def _prune(layer, X, y, X_val, y_val, head, loss, head_alpha, settings):
+    """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones."""
+    relevances = layer.relevances.detach()
+    magnitude = relevances.abs()
+    best, tried = (layer, head), []
+    for fraction in settings.prune_fractions:
+        candidate = torch.where(magnitude < fraction * magnitude.max(), 0.0, relevances)
+        if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
+            continue
+        tried.append(candidate)
+        pruned = layer.replace(relevances=candidate)
+        new_head, accepted, _ = _confirm(pruned, X, y, X_val, y_val, head, loss, head_alpha, settings)
+        if accepted and (best[0] is layer or new_head.score < best[1].score):
+            best = (pruned, new_head)
+    return best
+
+
+@torch.no_grad()
+def refine_layer(
+    layer, X, y, X_val, y_val, head, *, search_alpha, head_alpha, generator, rescale_groups=True,
+    sample_frequencies=None, prune=False, settings=DEFAULT_SETTINGS, progress=None,
+):
+    """The refinement moves of the module docstring; returns the kept ``(layer, head)``.
+
+    Parameters
+    ----------
+    layer : ARDRandomFourierFeatures
+        The layer after the search; never changed.
+    X, y, X_val, y_val : Tensor
+        Training and validation data (``X_val`` may be None: then the alignment move,
+        whose selection has seen the training target, is skipped).
+    head : RidgeHead
+        The head of ``layer`` on all training rows.
+    search_alpha : float
+        Penalty of the screening fits.
+    head_alpha : float or 'auto'
+        Penalty of the confirming head (chosen from ``settings.alpha_grid`` for 'auto').
+    generator : torch.Generator
+        Draws the screening rows and seeds the candidate frequencies.
+    rescale_groups : bool, default=True
+    sample_frequencies : callable or None, default=None
+        ``sample_frequencies(rng, n_features, n)``, the kernel's spectral sampler; None
+        skips the aligned frequencies.
+    prune : bool, default=False
+        Try the pruning move last.
+    settings : RFFNetSettings
+        Factors, scales, pool, screening rows, margin and pruning fractions.
+    progress : callable or None
+        ``progress(move)`` before each move, with the move's name.
+
+    Returns
+    -------
+    layer : ARDRandomFourierFeatures
+        ``layer`` itself or the confirmed candidate.
+    head : RidgeHead
+        Its head.
+    """
+    report = progress or (lambda move: None)
+    n_train = X.shape[0]
+    take = min(max(settings.screen_rows, settings.score_rows), n_train)
+    rows = torch.randperm(n_train, generator=generator)[:take].to(X.device)
+    X_screen, y_screen = X[rows[: settings.screen_rows]], y[rows[: settings.screen_rows]]
+    align = sample_frequencies is not None and X_val is not None
+
+    def screen(candidate):
+        Z_val = None if X_val is None else candidate(X_val)
+        return fit_ridge_head(candidate(X_screen), y_screen, Z_val, y_val, search_alpha, settings.alpha_grid).score
+
+    loss = None if X_val is None else head.sample_losses(layer(X_val), y_val)
+    best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
+
+    def consider(candidates):
+        nonlocal best, best_score
+        for candidate in list(candidates):  # all drawn from the best layer before this move
+            value = screen(candidate)
+            if value < best_score * (1.0 - settings.margin):
+                best, best_score = candidate, value
+
+    if rescale_groups:
+        report("group rescaling")
+        consider(_rescaled_layers(best, settings))
+    if align:
+        report("frequency alignment")
+        scored = rows[: settings.score_rows]
+        consider(_aligned_layers(best, X[scored], y[scored], sample_frequencies, generator, settings))
+    if best is not layer:
+        report("confirmation")
+        new_head, accepted, new_loss = _confirm(best, X, y, X_val, y_val, head, loss, head_alpha, settings)
+        if accepted:
+            layer, head, loss = best, new_head, new_loss
+    if prune:
+        report("pruning")
+        layer, head = _prune(layer, X, y, X_val, y_val, head, loss, head_alpha, settings)
+    return layer, head

@@ -1,0 +1,338 @@
+"""The fit shared by RFFNet's estimators: validate -> standardise -> split -> features -> solve.
+
+:class:`BaseRFFNet` reads top to bottom as the data path of a fit:
+:meth:`~BaseRFFNet._prepare` turns checked inputs into standardised tensors, a
+validation split and a random-feature layer (a :class:`_Problem`); one of
+:meth:`~BaseRFFNet._solve_varpro` and :meth:`~BaseRFFNet._solve_adam` fits it; only
+then does :meth:`~BaseRFFNet._set_fitted` change the estimator. The subclasses supply
+the target encoding and the loss (the ``_encode_target`` family of hooks).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._adam import fit_alternating_adam
+from ._refine import refine_layer
+from ._search import default_n_components, search_relevances
+from ._settings import DEFAULT_SETTINGS
+from ._validation import (
+    CPUPicklingMixin,
+    as_tensor,
+    draw_seeds,
+    inference_device,
+    resolve_device,
+    standardisation,
+    to_numpy,
+    torch_generator,
+)
+from .kernels import KERNELS
+from .layers import ARDRandomFourierFeatures, RFFNetModule
+
+__all__ = ["BaseRFFNet"]
+
+#: Parameters that only one solver reads.
+_ADAM_ONLY = ("learning_rate", "batch_size")
+_VARPRO_ONLY = ("rescale_groups", "align_frequencies", "prune_relevances")
+
+
+@dataclass
+class _Problem:
+    """A fit's inputs once prepared: standardised tensors, the split and the layer."""
+
+    solver: str
+    hidden: tuple
+    device: torch.device
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    target: np.ndarray
+    target_state: object
+    n_outputs: int
+    validation_rows: np.ndarray | None
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_val: torch.Tensor | None
+    y_val: torch.Tensor | None
+    layer: ARDRandomFourierFeatures
+    generator: torch.Generator
+
+
+class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
+    """Parameters, input handling and fit shared by the RFFNet estimators."""
+
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "kernel": [StrOptions(set(KERNELS))],
+        "variant": [StrOptions({"cos", "cos_sin"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
+        "rescale_groups": ["boolean"],
+        "align_frequencies": ["boolean"],
+        "prune_relevances": ["boolean"],
+        "hidden_layer_sizes": ["array-like"],
+        "solver": [StrOptions({"auto", "adam", "varpro"})],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "device": [str, torch.device],
+        "verbose": ["verbose"],
+    }
+    #: The solvers' tuning constants (:class:`rffkit._settings.RFFNetSettings`).
+    _settings = DEFAULT_SETTINGS
+    #: Whether the loss is the squared loss, which the 'varpro' solver needs.
+    _supports_varpro = False
+
+    def __init__(
+        self, *, n_components=None, kernel="gaussian", variant="cos_sin", alpha="auto", relevance_penalty=0.0,
+        rescale_groups=True, align_frequencies=True, prune_relevances=True, hidden_layer_sizes=(), solver="auto",
+        learning_rate=1e-2, batch_size=256, max_iter=100, tol=1e-4, early_stopping=True, validation_fraction=0.1,
+        n_iter_no_change=10, random_state=None, device="cpu", verbose=0,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.variant = variant
+        self.alpha = alpha
+        self.relevance_penalty = relevance_penalty
+        self.rescale_groups = rescale_groups
+        self.align_frequencies = align_frequencies
+        self.prune_relevances = prune_relevances
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    # -- hooks of the subclasses --------------------------------------------------------------
+    def _encode_target(self, y):
+        """``(target, n_outputs, target_state)``: the target as the loss sees it."""
+        raise NotImplementedError
+
+    def _target_tensor(self, target, device):
+        raise NotImplementedError
+
+    def _set_target_state(self, target_state):
+        raise NotImplementedError
+
+    def _loss_fn(self):
+        raise NotImplementedError
+
+    def _validation_score(self, X_val, target_val):
+        raise NotImplementedError
+
+    def _loss_units(self, values, target_state):
+        """A loss in the user's units (identity unless the target was scaled)."""
+        return values
+
+    def _stratify(self, target):
+        return None
+
+    # -- the fit, top to bottom ---------------------------------------------------------------------
+    def _fit(self, X, y):
+        problem = self._prepare(X, y)
+        if problem.solver == "varpro":
+            model, history, alpha = self._solve_varpro(problem)
+        else:
+            model, history, alpha = self._solve_adam(problem)
+        model.eval()
+        if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
+            raise RuntimeError(
+                f"{type(self).__name__}: training produced non-finite parameters; lower learning_rate or raise alpha."
+            )
+        return self._set_fitted(X, problem, model, history, alpha)
+
+    def _prepare(self, X, y):
+        """Check the parameters, standardise ``X``, encode ``y``, split, draw the layer."""
+        hidden = self._hidden_sizes()
+        solver = self._resolve_solver(hidden)
+        device = resolve_device(self.device, owner=type(self).__name__)
+        split_seed, layer_seed, torch_seed = draw_seeds(self.random_state, 3)
+        # standardised with training statistics, relevances compare across features whatever their units
+        x_mean, x_scale = standardisation(X)
+        target, n_outputs, target_state = self._encode_target(y)
+
+        n_samples = X.shape[0]
+        n_val = int(math.floor(self.validation_fraction * n_samples)) if self.early_stopping else 0
+        stratify = self._stratify(target) if n_val else None
+        if n_val >= 2 and n_samples - n_val >= 2:
+            train_rows, validation_rows = train_test_split(
+                np.arange(n_samples), test_size=n_val, random_state=split_seed, stratify=stratify
+            )
+        else:  # too few samples to hold any out: monitor the training loss instead
+            train_rows, validation_rows = np.arange(n_samples), None
+
+        Xs = (X - x_mean) / x_scale
+        tensor = lambda rows: as_tensor(Xs[rows], dtype=torch.float32, device=device)  # noqa: E731
+        X_val = y_val = None
+        if validation_rows is not None:
+            X_val, y_val = tensor(validation_rows), self._target_tensor(target[validation_rows], device)
+
+        n_components = self.n_components
+        if n_components is None:
+            n_components = default_n_components(len(train_rows), self._settings)
+            if solver == "varpro":
+                n_components = max(n_components, min(len(train_rows), self._settings.varpro_min_features))
+        layer = ARDRandomFourierFeatures.from_kernel(
+            X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=torch.float32, device=device,
+            variant=self.variant,
+        )
+        return _Problem(
+            solver, hidden, device, x_mean, x_scale, target, target_state, n_outputs, validation_rows,
+            tensor(train_rows), self._target_tensor(target[train_rows], device), X_val, y_val, layer,
+            torch_generator(torch_seed),
+        )
+
+    def _solve_varpro(self, problem):
+        """Relevance search, ridge head, refinement moves: ``(model, history, alpha)``."""
+        p, settings = problem, self._settings
+        auto_alpha = isinstance(self.alpha, str)
+        found = search_relevances(
+            p.layer, p.X_train, p.y_train, p.X_val, p.y_val,
+            alpha=settings.default_alpha if auto_alpha else float(self.alpha), auto_alpha=auto_alpha,
+            max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change, tol=self.tol, generator=p.generator,
+            relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(),
+        )
+        layer, head = p.layer, found.head
+        if self.rescale_groups or self.align_frequencies or self.prune_relevances:
+            layer, head = refine_layer(
+                p.layer, p.X_train, p.y_train, p.X_val, p.y_val, head,
+                search_alpha=found.alpha, head_alpha="auto" if auto_alpha else found.alpha, generator=p.generator,
+                rescale_groups=self.rescale_groups,
+                sample_frequencies=KERNELS[self.kernel].sample_frequencies if self.align_frequencies else None,
+                prune=self.prune_relevances, settings=settings, progress=self._log if self.verbose else None,
+            )
+        model = RFFNetModule(layer, p.hidden, p.n_outputs, p.generator)
+        history = found.history
+        with torch.no_grad():
+            model.first_linear.weight.copy_(head.coef.reshape(p.n_outputs, -1))
+            model.first_linear.bias.copy_(head.intercept.reshape(p.n_outputs))
+            if p.X_val is not None:
+                final = float(self._loss_fn()(model(p.X_val), p.y_val))
+                history.validation_loss.append(final)
+                history.best_validation_loss = final
+        return model, history, head.alpha
+
+    def _solve_adam(self, problem):
+        """Algorithm 1 on the whole network: ``(model, history, alpha)``."""
+        p = problem
+        alpha = self._settings.default_alpha if isinstance(self.alpha, str) else float(self.alpha)
+        model = RFFNetModule(p.layer, p.hidden, p.n_outputs, p.generator)
+        progress = None
+        if self.verbose:
+            progress = lambda epoch, train, score: self._log(  # noqa: E731
+                f"epoch {epoch}: train loss {train:.5f}, validation loss {score:.5f}"
+            )
+        history = fit_alternating_adam(
+            model, self._loss_fn(), p.X_train, p.y_train, p.X_val, p.y_val,
+            alpha=alpha, learning_rate=self.learning_rate, batch_size=self.batch_size, max_iter=self.max_iter,
+            n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
+            generator=p.generator, penalised=[model.first_linear.weight], relevances=p.layer.relevances,
+            relevance_penalty=self.relevance_penalty, settings=self._settings, progress=progress,
+        )
+        return model, history, alpha
+
+    def _set_fitted(self, X, problem, model, history, alpha):
+        """Everything succeeded: only now does the estimator change."""
+        p = problem
+        self._x_mean, self._x_scale = p.x_mean, p.x_scale
+        self._set_target_state(p.target_state)
+        # inference runs in float64: batch-invariant, no float32 rounding in the predictions
+        self.model_ = model.to("cpu").double()
+        self._device = p.device
+        self.solver_ = p.solver
+        self.alpha_ = alpha
+        self.n_components_ = model.rff.n_components
+        self.relevances_ = to_numpy(model.rff.relevances).astype(np.float64)
+        peak = np.max(np.abs(self.relevances_))
+        self.feature_importances_ = np.abs(self.relevances_) / peak if peak > 0 else np.zeros_like(self.relevances_)
+        self.n_iter_ = history.n_iter
+        to_units = lambda values: self._loss_units(np.asarray(values, dtype=np.float64), p.target_state)  # noqa: E731
+        self.loss_curve_ = to_units(history.train_loss)
+        self.validation_loss_curve_ = to_units(history.validation_loss)
+        self.best_validation_loss_ = float(to_units(history.best_validation_loss))
+        rows = p.validation_rows
+        self.best_validation_score_ = None if rows is None else self._validation_score(X[rows], p.target[rows])
+        return self
+
+    # -- checks and helpers -------------------------------------------------------------------------
+    def _hidden_sizes(self):
+        sizes = tuple(int(h) for h in np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)))
+        if any(h < 1 for h in sizes):
+            raise ValueError(
+                f"{type(self).__name__}: hidden_layer_sizes must hold positive integers, "
+                f"got {self.hidden_layer_sizes!r}."
+            )
+        return sizes
+
+    def _resolve_solver(self, hidden_sizes):
+        """The solver 'auto' stands for; warns about set parameters the solver ignores."""
+        solver = self.solver
+        if solver == "auto":
+            solver = "varpro" if self._supports_varpro and not hidden_sizes else "adam"
+        if solver == "varpro" and (not self._supports_varpro or hidden_sizes):
+            raise ValueError(
+                f"{type(self).__name__}: solver='varpro' eliminates beta in closed form, which needs the squared "
+                "loss and a linear head (hidden_layer_sizes=()); use solver='adam'."
+            )
+        defaults = {name: p.default for name, p in inspect.signature(BaseRFFNet.__init__).parameters.items()}
+        for name in _VARPRO_ONLY if solver == "adam" else _ADAM_ONLY:
+            if getattr(self, name) != defaults[name]:
+                warnings.warn(
+                    f"{type(self).__name__}: {name}={getattr(self, name)!r} applies to "
+                    f"solver={'varpro' if solver == 'adam' else 'adam'!r} only; the solver used, {solver!r}, "
+                    "ignores it.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+        return solver
+
+    def _log(self, message):
+        print(f"[{type(self).__name__}] {message}")
+
+    def _search_progress(self):
+        if not self.verbose:
+            return None
+        start = time.perf_counter()
+        return lambda search, m, s, gcv, score: self._log(  # noqa: E731
+            f"search {search}, stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
+            f"({time.perf_counter() - start:.1f} s)"
+        )
+
+    def _standardise(self, X):
+        return (X - self._x_mean) / self._x_scale
+
+    def _forward(self, X):
+        """Model outputs for validated raw ``X``, as a float64 array, a chunk of rows at a time."""
+        Xs = self._standardise(X)
+        device = inference_device(self._device)
+        model = self.model_.to(device)
+        outputs = []
+        chunk = self._settings.predict_chunk_rows
+        with torch.no_grad():
+            for start in range(0, Xs.shape[0], chunk):
+                rows = as_tensor(Xs[start : start + chunk], dtype=torch.float64, device=device)
+                outputs.append(to_numpy(model(rows)))
+        self.model_.to("cpu")
+        return np.concatenate(outputs).astype(np.float64)

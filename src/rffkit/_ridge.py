@@ -1,0 +1,212 @@
+"""Ridge regression on fixed features: tensors in, tensors out.
+
+Every closed-form ridge fit of the package goes through :func:`solve_ridge`: the
+normal equations of the centred problem
+
+    (Zc^T Zc / n + alpha I) beta = Zc^T yc / n,    c = mean(y) - mean(Z) beta
+
+(or the same without the ``1/n``), solved by a Cholesky factorisation with a
+least-squares fallback when rounding leaves the matrix not positive definite. On
+top of it, :func:`gcv_score` gives the differentiable generalised cross-validation
+score that RFFNet's relevance search minimises, and :func:`fit_ridge_head` the head
+of a random-feature model with its penalty chosen along a path
+(:func:`select_ridge_alpha`, one eigendecomposition for every penalty, from
+:mod:`rffkit._ridge_path`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
+
+__all__ = ["RidgeSolution", "RidgeHead", "solve_ridge", "gcv_score", "select_ridge_alpha", "fit_ridge_head"]
+
+
+@dataclass(frozen=True)
+class RidgeSolution:
+    """Coefficients ``coef`` (D,) or (D, T), ``intercept`` and the Cholesky factor (or None)."""
+
+    coef: torch.Tensor
+    intercept: torch.Tensor
+    factor: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class RidgeHead:
+    """A fitted ridge head ``Z coef + intercept``, its penalty and its score.
+
+    ``score`` is the validation mean squared error, or the GCV score when the head was
+    fitted without a validation split.
+    """
+
+    alpha: float
+    coef: torch.Tensor
+    intercept: torch.Tensor
+    score: float
+
+    def predict(self, Z):
+        """``Z coef + intercept``."""
+        return Z @ self.coef + self.intercept
+
+    def sample_losses(self, Z, y):
+        """Per-sample squared error on ``(Z, y)``, summed over outputs: shape (n,)."""
+        return ((self.predict(Z) - y) ** 2).sum(dim=1)
+
+
+def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
+    """``(coef, factor)`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
+
+    The products run in the dtype of ``Zc``, the ``D x D`` solve in ``solve_dtype``
+    (None: the same); ``factor`` is None when the least-squares fallback ran.
+    """
+    gram, rhs = Zc.T @ Zc, Zc.T @ yc
+    if solve_dtype is not None:
+        gram, rhs = gram.to(solve_dtype), rhs.to(solve_dtype)
+    if per_sample:
+        gram, rhs = gram / Zc.shape[0], rhs / Zc.shape[0]
+    gram.diagonal().add_(alpha)
+    column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
+    factor, info = torch.linalg.cholesky_ex(gram)
+    if int(info) == 0:
+        coef = torch.cholesky_solve(column, factor)
+    else:  # numerically singular (a tiny alpha, rank-deficient Z): least squares
+        coef, factor = torch.linalg.lstsq(gram, column).solution, None
+    return coef.reshape(rhs.shape).to(Zc.dtype), factor
+
+
+def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_intercept=True):
+    """Minimise ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` over ``beta`` and ``c``.
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n, D)
+    y : Tensor of shape (n,) or (n, T)
+    alpha : float
+        The penalty (non-negative).
+    per_sample : bool, default=True
+        True: the loss is the mean over samples (Gram matrix divided by ``n``);
+        False: the sum, ``||Z beta + c - y||^2 + alpha ||beta||^2``.
+    solve_dtype : torch.dtype or None, default=torch.float64
+        The ``n D^2`` products run in the dtype of ``Z``; the ``D x D`` system is
+        solved in this dtype (None: that of ``Z``).
+    fit_intercept : bool, default=True
+        Centre ``Z`` and ``y`` (unpenalised intercept); otherwise ``c = 0``.
+
+    Returns
+    -------
+    RidgeSolution
+        ``coef`` and ``intercept`` in the dtype of ``Z``; ``factor`` is the lower
+        Cholesky factor (None when the least-squares fallback ran).
+    """
+    if not fit_intercept:
+        coef, factor = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
+        return RidgeSolution(coef, torch.zeros(coef.shape[1:], dtype=Z.dtype, device=Z.device), factor)
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    coef, factor = _solve_centred(Z - z_mean, y - y_mean, alpha, per_sample, solve_dtype)
+    return RidgeSolution(coef, y_mean - z_mean @ coef, factor)
+
+
+def gcv_score(Z, y, alpha):
+    """Generalised cross-validation score of the ridge fit on ``Z`` (differentiable).
+
+    ``GCV = mean(r^2) / (1 - df / m)^2`` with ``df = tr(Z (Z^T Z + m alpha I)^-1 Z^T)``
+    (Golub, Heath & Wahba, 1979) and ``r`` the ridge residuals: the training error
+    inflated by the effective number of parameters, a rotation-invariant estimate of
+    the leave-one-out error. Unlike the training objective it does not reward
+    relevances that let the features fit noise when ``m`` is not much larger than
+    ``D``. ``df = D - alpha ||L^-1||_F^2`` from the Cholesky factor ``L`` of
+    ``Zc^T Zc / m + alpha I``.
+
+    Returns ``(score, coef, intercept)``; ``score`` is ``inf`` when the system could
+    not be factorised.
+    """
+    m, s = Z.shape
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc, yc = Z - z_mean, y - y_mean
+    coef, factor = _solve_centred(Zc, yc, alpha, True, torch.float64)
+    intercept = y_mean - z_mean @ coef
+    if factor is None:
+        return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, intercept
+    residual = Zc @ coef - yc
+    eye = torch.eye(s, dtype=factor.dtype, device=Z.device)
+    inverse_factor = torch.linalg.solve_triangular(factor, eye, upper=False)
+    df = s - alpha * (inverse_factor * inverse_factor).sum()
+    score = (residual * residual).mean() / (1.0 - df / m) ** 2
+    return score.to(Z.dtype), coef, intercept
+
+
+@torch.no_grad()
+def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
+    """The ridge head whose penalty, among ``alphas``, scores best.
+
+    Fits ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` for every alpha from one
+    eigendecomposition of the centred Gram matrix (the path of
+    :mod:`rffkit._ridge_path`, which works on the sum of squares, hence the penalties
+    ``n alpha``). The score is the mean squared error on ``(Z_val, y_val)`` or,
+    without a validation split (``Z_val`` None), the GCV score. Ties go to the
+    largest alpha; when every score is non-finite the largest alpha is used.
+
+    Returns
+    -------
+    RidgeHead
+        ``coef`` of shape (D, T) for ``y`` of shape (n, T), (D,) for ``y`` of shape (n,).
+    """
+    n = Z.shape[0]
+    squeeze = y.ndim == 1
+    y = y.reshape(n, -1)
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc, yc = Z - z_mean, y - y_mean
+    # the n D^2 products run in the dtype of Z, the D x D eigendecomposition in float64
+    eigenvalues, V = torch.linalg.eigh((Zc.T @ Zc).double())
+    spectrum = RidgeSpectrum(
+        form="primal",
+        eigenvalues=eigenvalues.clamp_min(0.0),
+        eigenvectors=V,
+        projections=V.T @ (Zc.T @ yc).double(),
+        y_norm2=(yc.double() ** 2).sum(dim=0),
+        n_samples=n,
+        intercept=False,  # centred here; like gcv_score, df does not count the intercept
+        feature_mean=z_mean.cpu().numpy(),
+        target_mean=y_mean.cpu().numpy(),
+    )
+    penalties = [n * alpha for alpha in alphas]
+    if Z_val is None:
+        scores = gcv_path(spectrum, penalties).mean(dim=1).tolist()
+    else:
+        Zv = (Z_val - z_mean).double()
+        target = (y_val.reshape(Z_val.shape[0], -1) - y_mean).double()
+        scores = [float(((Zv @ path_coefficients(spectrum, a) - target) ** 2).mean()) for a in penalties]
+    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
+    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    coef = path_coefficients(spectrum, penalties[best]).to(Z.dtype)
+    intercept = y_mean - z_mean @ coef
+    if squeeze:
+        coef, intercept = coef[:, 0], intercept[0]
+    return RidgeHead(alphas[best], coef, intercept, scores[best])
+
+
+@torch.no_grad()
+def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas):
+    """The ridge head on ``Z`` and its score.
+
+    ``alpha='auto'`` chooses the penalty among ``alphas`` with
+    :func:`select_ridge_alpha`; a number is used as given. The score is the mean
+    squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
+
+    Returns
+    -------
+    RidgeHead
+    """
+    if isinstance(alpha, str):
+        return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
+    if Z_val is None:
+        score, coef, intercept = gcv_score(Z, y, alpha)
+        return RidgeHead(alpha, coef, intercept, float(score))
+    solution = solve_ridge(Z, y, alpha)
+    residual = Z_val @ solution.coef + solution.intercept - y_val
+    return RidgeHead(alpha, solution.coef, solution.intercept, float((residual * residual).mean()))

@@ -1,0 +1,92 @@
+"""The tuning constants of RFFNet's fit, in one place.
+
+The estimators expose what a user chooses (the kernel, the penalty, the moves to
+try); the constants below set how hard the solvers work for it. They are fields of
+one frozen dataclass so that a benchmark or a test can run the fit with other values
+(``dataclasses.replace(DEFAULT_SETTINGS, ...)``) without a module-level patch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RFFNetSettings", "DEFAULT_SETTINGS"]
+
+
+@dataclass(frozen=True)
+class RFFNetSettings:
+    """Tuning constants of the RFFNet solvers; every field is documented where it is set."""
+
+    # -- number of random features ------------------------------------------------------
+    #: Cap of the default ``floor(sqrt(n) log n)`` (Li et al., 2018): it passes 4,000 at
+    #: n ~ 140,000, where one n x D float32 feature matrix takes over 2 GB.
+    max_default_features: int = 4000
+    #: With the 'varpro' solver the default D is at least ``min(n, this)``: the search
+    #: keeps its own ``floor(sqrt(m) log m)`` columns per stage, and only the closed-form
+    #: head and the refinement moves see the rest, at O(n D^2).
+    varpro_min_features: int = 1000
+
+    # -- the penalty ----------------------------------------------------------------------
+    #: Penalty of the relevance search when ``alpha='auto'``, and the whole of 'auto' for
+    #: the Adam solver, which has no closed-form path to choose it from.
+    default_alpha: float = 1e-4
+    #: Grid of the head's penalty when ``alpha='auto'``: half-decades 1e-8 ... 1 (the
+    #: target is in standard units and the feature Gram matrix has trace about 1).
+    alpha_grid: tuple = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    #: A first model that leaves more than this fraction of the validation variance
+    #: unexplained triggers a second search at ``fallback_alpha`` (from two starts).
+    fallback_unexplained: float = 0.95
+    fallback_alpha: float = 1.0
+    #: On a training split of at most ``first_stage_rows`` rows (one cheap search stage)
+    #: the search is repeated at each of these penalties, from two starts, and the head
+    #: best on validation is kept, as SRFF chooses its penalty from a grid.
+    small_sample_alphas: tuple = (1e-3, 1e-2, 1e-1, 1.0)
+
+    # -- the coarse-to-fine relevance search ------------------------------------------------
+    #: Rows of the first (smallest) stage; later stages grow by ``stage_growth``.
+    first_stage_rows: int = 2000
+    stage_growth: int = 4
+    #: Floating-point operations one stage may spend (one GCV evaluation with its
+    #: gradient costs about ``4 m s^2``); a stage that cannot afford
+    #: ``min_stage_evaluations`` runs on a smaller subsample or is dropped.
+    search_flop_budget: float = 3e11
+    min_stage_evaluations: int = 10
+    #: Degree and rows of the per-feature polynomial screen that gives the second start.
+    marginal_degree: int = 3
+    marginal_rows: int = 5000
+
+    # -- the refinement moves ---------------------------------------------------------------
+    #: Multipliers tried on each relevance group (group rescaling).
+    rescale_factors: tuple = (2.5, 5.0)
+    #: Groups: relevances at least ``group_floor`` of the largest count as relevant; runs
+    #: are cut where one magnitude exceeds the next by ``group_gap``; at most
+    #: ``max_groups`` groups are tried.
+    group_gap: float = 1.5
+    group_floor: float = 0.1
+    max_groups: int = 6
+    #: Relevance multipliers at which aligned frequencies are selected.
+    align_scales: tuple = (1.0, 1.5, 2.0, 3.0)
+    #: Candidate frequencies drawn per frequency kept, at most (the pool also shrinks
+    #: so that scoring one scale costs at most ``align_flop_budget``).
+    align_pool: int = 64
+    align_flop_budget: float = 3e10
+    #: Training rows on which the candidates are screened, and on which the frequency
+    #: alignment is scored.
+    screen_rows: int = 8000
+    score_rows: int = 2000
+    #: A screened candidate must beat the best so far by this relative margin (and a
+    #: move judged by GCV must lower it by as much).
+    margin: float = 0.01
+    #: Fractions of the largest relevance under which the pruning move zeroes relevances.
+    prune_fractions: tuple = (0.1, 0.2, 0.3)
+
+    # -- the Adam solver ----------------------------------------------------------------------
+    #: Non-finite losses cured by restoring the best state and halving the step, at most.
+    max_divergence_restarts: int = 5
+
+    # -- inference --------------------------------------------------------------------------------
+    #: Rows per chunk when predicting.
+    predict_chunk_rows: int = 8192
+
+
+DEFAULT_SETTINGS = RFFNetSettings()
