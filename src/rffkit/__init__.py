@@ -9,6 +9,7 @@ from .binning import RandomBinningFeatures
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
 from .linear import RFFClassifier
+from .persistence import load, save
 from .ridge import RFFRidge
 from .srff import SRFFRegressor
 from .rffnet import RFFNetClassifier, RFFNetRegressor
@@ -31,4 +32,5 @@ __all__ = [
     "datasets",
     "kernels",
     "__version__",
+    "save", "load",
 ]
