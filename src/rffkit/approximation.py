@@ -1,12 +1,17 @@
 """How well a random feature map approximates its kernel: error measures and a plot.
 
-Seed 004 (§3.3.1) measures a feature map ``z`` by comparing ``K_hat = Z Z^T`` with the
-exact Gram matrix ``K`` on all pairs of a data set:
+Following Yu (2023), a feature map ``z`` is measured by comparing ``K_hat = Z Z^T`` with
+the exact Gram matrix ``K`` on all pairs of a data set:
 
     RMSE  = sqrt(mean_ij (K_ij - K_hat_ij)^2) = ||K - K_hat||_F / n
     NRMSE = ||K - K_hat||_F / ||K||_F
 
 For i.i.d. Monte Carlo features both fall like ``1 / sqrt(D)``.
+
+References
+----------
+S.-C. Yu (2023), *Efficient approximation of random basis functions for covariance
+kernels*, master's thesis, Technical University of Munich.
 """
 
 from __future__ import annotations
@@ -27,7 +32,24 @@ __all__ = [
 
 
 class ApproximationError(NamedTuple):
-    """Root-mean-square error of a Gram matrix and its normalised version."""
+    """Root-mean-square error of a Gram matrix and its normalised version.
+
+    Returned by :func:`approximation_error`; a named tuple, so it unpacks as
+    ``rmse, nrmse = error``.
+
+    Parameters
+    ----------
+    rmse : float
+        ``||K - K_hat||_F / sqrt(n m)``.
+    nrmse : float
+        ``||K - K_hat||_F / ||K||_F`` (inf when ``K`` is zero).
+
+    Examples
+    --------
+    >>> error = ApproximationError(rmse=0.1, nrmse=0.2)
+    >>> error.nrmse
+    0.2
+    """
 
     rmse: float
     nrmse: float
@@ -39,7 +61,9 @@ def approximation_error(K_exact, K_approx):
     Parameters
     ----------
     K_exact : array-like of shape (n, m)
+        The exact Gram matrix, e.g. from :func:`rffkit.kernels.kernel_matrix`.
     K_approx : array-like or sparse matrix of shape (n, m)
+        Its approximation, e.g. from :func:`approximate_kernel_matrix`.
 
     Returns
     -------
@@ -70,7 +94,32 @@ def approximation_error(K_exact, K_approx):
 
 
 def approximate_kernel_matrix(transformer, X, Y=None):
-    """``K_hat = z(X) z(Y)^T`` from a fitted feature map (dense or sparse output)."""
+    """``K_hat = z(X) z(Y)^T`` from a fitted feature map (dense or sparse output).
+
+    Parameters
+    ----------
+    transformer : fitted transformer
+        A feature map such as :class:`~rffkit.RandomFourierFeatures` or
+        :class:`~rffkit.RandomBinningFeatures`.
+    X : array-like of shape (n_X, n_features)
+        First set of points.
+    Y : array-like of shape (n_Y, n_features), default=None
+        Second set of points; None means ``Y = X``.
+
+    Returns
+    -------
+    ndarray of shape (n_X, n_Y)
+        The kernel estimate, dense.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).normal(size=(4, 2))
+    >>> model = RandomFourierFeatures(n_components=2000, random_state=0).fit(X)
+    >>> bool(np.allclose(np.diag(approximate_kernel_matrix(model, X)), 1.0, atol=0.1))
+    True
+    """
     ZX = transformer.transform(X)
     ZY = ZX if Y is None else transformer.transform(Y)
     product = ZX @ ZY.T
@@ -86,15 +135,30 @@ def approximation_error_curve(estimator, X, K_exact, n_components, random_states
         Template with ``n_components`` and ``random_state`` parameters; it is cloned,
         re-parametrised and fitted on ``X`` for every pair.
     X : array-like of shape (n_samples, n_features)
+        The points.
     K_exact : ndarray of shape (n_samples, n_samples)
+        Their exact Gram matrix.
     n_components : sequence of int
+        The feature counts ``D`` to try.
     random_states : sequence of int
+        One seed per repetition.
 
     Returns
     -------
     dict
         ``'n_components'`` (array), ``'rmse'`` and ``'nrmse'``, arrays of shape
         ``(len(random_states), len(n_components))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit import RandomFourierFeatures
+    >>> from rffkit.kernels import kernel_matrix
+    >>> X = np.random.default_rng(0).uniform(size=(30, 2))
+    >>> curve = approximation_error_curve(
+    ...     RandomFourierFeatures(), X, kernel_matrix("gaussian", X), [10, 1000], range(3))
+    >>> curve["nrmse"].shape, bool(curve["nrmse"][:, 1].mean() < curve["nrmse"][:, 0].mean())
+    ((3, 2), True)
     """
     n_components = np.asarray(n_components)
     rmse = np.empty((len(random_states), n_components.size))
@@ -120,9 +184,11 @@ def plot_approximation_error(
         The mean over seeds is drawn, with a band from the smallest to the largest
         seed's error.
     metric : {'nrmse', 'rmse'}, default='nrmse'
+        The error to draw.
     ax : matplotlib Axes, default=None
         Created (with its figure) when None.
     title : str, default=None
+        Title of the axes.
     reference_slope : bool, default=True
         Draw a dashed ``D^{-1/2}`` line through the first curve's first point.
     colors : dict, default=None
@@ -133,6 +199,7 @@ def plot_approximation_error(
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     import matplotlib.pyplot as plt  # lazily: plotting is optional
 

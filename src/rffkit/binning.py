@@ -1,4 +1,8 @@
-"""Random binning features (Rahimi & Recht, 2007, Algorithm 2; seed 004, Algorithm 3)."""
+"""Random binning features (Rahimi & Recht, 2007; Yu, 2023): sparse kernel estimates.
+
+:class:`RandomBinningFeatures` encodes each point by the cells of random grids that hold
+it; two points share a cell with a probability that is the kernel between them.
+"""
 
 from __future__ import annotations
 
@@ -33,12 +37,24 @@ def bin_hashes(X, pitches, shifts, multipliers):
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
+        The points.
     pitches, shifts : ndarray of shape (n_grids, n_features)
+        Cell widths ``delta`` and offsets ``u`` of each grid.
     multipliers : ndarray of shape (n_features,), dtype uint64
+        Odd multipliers of the hash.
 
     Returns
     -------
     ndarray of shape (n_samples, n_grids), dtype uint64
+        The key of the cell of each point in each grid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = bin_hashes(np.array([[0.2], [0.7], [1.2]]), np.ones((1, 1)), np.zeros((1, 1)),
+    ...                   np.array([1], dtype=np.uint64))
+    >>> keys[:, 0].tolist()
+    [0, 0, 1]
     """
     n_samples = X.shape[0]
     n_grids, n_features = pitches.shape
@@ -67,8 +83,10 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         A kernel with a valid pitch density: ``'laplacian'`` (pitch ``Gamma(2, 1)``),
         a :class:`rffkit.kernels.Kernel` with ``sample_pitches``, or a callable 1-D
         profile that is convex and decreasing to 0 on ``(0, inf)`` (pitch density
-        computed numerically). Others (e.g. ``'gaussian'``, not convex near 0) raise
-        ``ValueError`` in ``fit``.
+        computed numerically). The other names of :data:`rffkit.kernels.KERNELS`
+        (``'gaussian'``, ``'cauchy'``, ``'matern12'``, ``'matern32'``, ``'matern52'``,
+        ``'induced'``, ``'spline'``) are accepted by the parameter check but raise
+        ``ValueError`` in ``fit``: they are not products of convex profiles.
     n_components : int, default=100
         Number of random grids ``P``; the output width is the number of distinct
         cells seen in ``fit`` (``n_features_out_``).
@@ -89,13 +107,16 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     grid_offsets_ : ndarray of shape (n_components + 1,)
         ``bin_keys_[grid_offsets_[g]:grid_offsets_[g + 1]]`` are the cells of grid g.
     n_features_out_ : int
+        Number of output columns: the cells seen in ``fit``, over all grids.
     n_features_in_ : int
+        Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
     See Also
     --------
     rffkit.RandomFourierFeatures : dense random Fourier features.
+    rffkit.approximation.approximate_kernel_matrix : the kernel estimate ``Z Z^T``.
 
     Notes
     -----
@@ -109,7 +130,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     References
     ----------
-    A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+    A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
+    NeurIPS 2007.
+
+    S.-C. Yu (2023), *Efficient approximation of random basis functions for covariance
+    kernels*, master's thesis, Technical University of Munich.
 
     Examples
     --------
@@ -138,7 +163,20 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Draw the grids and learn the cells occupied by ``X``."""
+        """Draw the grids and learn the cells occupied by ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs; each grid cell that holds one of them becomes a column.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RandomBinningFeatures
+            The fitted transformer.
+        """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         owner = type(self).__name__
         n_features = X.shape[1]
@@ -166,7 +204,19 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self
 
     def transform(self, X):
-        """Return the sparse CSR matrix ``z(X)`` of shape (n_samples, n_features_out_)."""
+        """Encode ``X`` by the grid cells that hold it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; cells not seen in ``fit`` map to no column.
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
+            At most one entry ``1 / sqrt(n_components)`` per grid and row, in the dtype
+            of ``X`` (float32 or float64).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         keys = bin_hashes(X, self.pitches_, self.shifts_, self._multipliers)

@@ -13,6 +13,20 @@ Gregorova SE2  100       10..14      log((x11 + ... + x15)^2) + N(0, 0.1^2)
 Gregorova SE3  1000      0..9        10 (z1^2 + z2^2) exp(-2 (z1^2 + z2^2)) + N(0, 0.01^2)
 Jordan SE1     18        0           x1 + N(0, 0.1^2), X ~ N(0, 0.6^|i-j|)
 =============  ========  ==========  ==============================================
+
+References
+----------
+M. Gregorová, J. Ramapuram, A. Kalousis and S. Marchand-Maillet (2018), "Large-scale
+nonlinear variable selection via kernel random features", ECML-PKDD 2018.
+
+M. P. Otto (2023), *Scalable and interpretable kernel methods based on random Fourier
+features*, master's dissertation, University of São Paulo.
+
+Examples
+--------
+>>> from rffkit.datasets import SYNTHETIC_PROBLEMS
+>>> sorted(SYNTHETIC_PROBLEMS)
+['gregorova_se1', 'gregorova_se2', 'gregorova_se3', 'jordan_se1']
 """
 
 from __future__ import annotations
@@ -56,23 +70,39 @@ def make_gregorova_se1(n_samples=1000, *, noise=0.1, random_state=None, return_s
     """SE1 of Gregorová et al. (2018): 18 standard-normal inputs, 5 relevant.
 
     ``y = sin((x1 + x3)^2) sin(x7 x8 x9) + eps``, ``eps ~ N(0, noise^2)``. The noise
-    floor of the test MSE is ``noise^2`` (0.01 by default). Seed 000 prints the second
-    factor as ``sin(x6 x7 x8)``; we follow seed 002 and the authors' code (x7 x8 x9).
+    floor of the test MSE is ``noise^2`` (0.01 by default). Otto & Izbicki (2022) print
+    the second factor as ``sin(x6 x7 x8)``; we follow Gregorová et al. (2018) and their
+    code (``x7 x8 x9``).
 
     Parameters
     ----------
     n_samples : int, default=1000
+        Number of rows.
     noise : float, default=0.1
         Standard deviation of the Gaussian noise.
     random_state : int, RandomState instance or None, default=None
+        Seeds the inputs and the noise (two independent streams).
     return_support : bool, default=False
         Also return the zero-based indices of the relevant features.
 
     Returns
     -------
     X : ndarray of shape (n_samples, 18)
+        Standard-normal inputs.
     y : ndarray of shape (n_samples,)
-    support : ndarray of shape (5,), only if ``return_support``
+        The response.
+    support : ndarray of shape (5,)
+        ``[0, 2, 6, 7, 8]``; only if ``return_support``.
+
+    See Also
+    --------
+    make_gregorova_se2, make_gregorova_se3, make_jordan_se1
+
+    Examples
+    --------
+    >>> X, y, support = make_gregorova_se1(100, random_state=0, return_support=True)
+    >>> X.shape, y.shape, support.tolist()
+    ((100, 18), (100,), [0, 2, 6, 7, 8])
     """
     _check(n_samples, noise, "make_gregorova_se1")
     x_rng, noise_rng = _streams(random_state)
@@ -85,7 +115,32 @@ def make_gregorova_se2(n_samples=1000, *, noise=0.1, random_state=None, return_s
     """SE2 of Gregorová et al. (2018): 100 standard-normal inputs, 5 relevant.
 
     ``y = log((x11 + x12 + x13 + x14 + x15)^2) + eps``, ``eps ~ N(0, noise^2)``.
-    Parameters and returns as :func:`make_gregorova_se1` (``X`` has 100 columns).
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of rows.
+    noise : float, default=0.1
+        Standard deviation of the Gaussian noise.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inputs and the noise (two independent streams).
+    return_support : bool, default=False
+        Also return the zero-based indices of the relevant features.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 100)
+        Standard-normal inputs.
+    y : ndarray of shape (n_samples,)
+        The response.
+    support : ndarray of shape (5,)
+        ``[10, 11, 12, 13, 14]``; only if ``return_support``.
+
+    Examples
+    --------
+    >>> X, y = make_gregorova_se2(50, random_state=0)
+    >>> X.shape
+    (50, 100)
     """
     _check(n_samples, noise, "make_gregorova_se2")
     x_rng, noise_rng = _streams(random_state)
@@ -103,6 +158,32 @@ def make_gregorova_se3(n_samples=1000, *, noise=0.01, random_state=None, return_
     with ``eps ~ N(0, noise^2)``, so the relevant inputs are the first 10 columns.
     (The paper's table writes ``z1, z3``; its text makes the first two blocks of five
     relevant, which is what we generate.)
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of rows.
+    noise : float, default=0.01
+        Standard deviation of the Gaussian noise.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inputs and the noise (two independent streams).
+    return_support : bool, default=False
+        Also return the zero-based indices of the relevant features.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 1000)
+        Blocks of 5 noisy copies of 200 latent standard normals.
+    y : ndarray of shape (n_samples,)
+        The response.
+    support : ndarray of shape (10,)
+        ``[0, 1, ..., 9]``; only if ``return_support``.
+
+    Examples
+    --------
+    >>> X, y = make_gregorova_se3(50, random_state=0)
+    >>> X.shape
+    (50, 1000)
     """
     _check(n_samples, noise, "make_gregorova_se3")
     x_rng, noise_rng = _streams(random_state)
@@ -116,12 +197,42 @@ def make_gregorova_se3(n_samples=1000, *, noise=0.01, random_state=None, return_
 def make_jordan_se1(
     n_samples=1000, *, n_features=18, correlation=0.6, noise=0.1, random_state=None, return_support=False
 ):
-    """Jordan SE1 (dissertation Table 2, after Jordan, Liu & Ruan 2021).
+    """Jordan SE1 (Otto, 2023, after Jordan, Liu & Ruan, 2021): one relevant input.
 
     ``X ~ N(0, Sigma)`` with ``Sigma_ij = correlation^|i - j|`` and ``y = x1 + eps``,
     ``eps ~ N(0, noise^2)``: one relevant feature whose neighbours are correlated with
-    it. The dissertation's table is garbled for this row's ``p``; ``n_features=18``
-    matches the other problems of the ablation and can be changed.
+    it. Otto (2023) does not give ``p`` legibly for this problem; ``n_features=18``
+    matches the other problems of his ablation and can be changed.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of rows.
+    n_features : int, default=18
+        Number of inputs ``p``.
+    correlation : float, default=0.6
+        ``rho`` in ``Sigma_ij = rho^|i - j|``, in ``(-1, 1)``.
+    noise : float, default=0.1
+        Standard deviation of the Gaussian noise.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inputs and the noise (two independent streams).
+    return_support : bool, default=False
+        Also return the zero-based index of the relevant feature.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        Correlated Gaussian inputs.
+    y : ndarray of shape (n_samples,)
+        The response.
+    support : ndarray of shape (1,)
+        ``[0]``; only if ``return_support``.
+
+    Examples
+    --------
+    >>> X, y = make_jordan_se1(100, n_features=5, random_state=0)
+    >>> X.shape
+    (100, 5)
     """
     _check(n_samples, noise, "make_jordan_se1")
     if not isinstance(n_features, numbers.Integral) or n_features < 1:

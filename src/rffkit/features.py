@@ -1,4 +1,10 @@
-"""scikit-learn transformers that map inputs to random Fourier features."""
+"""scikit-learn transformers that map inputs to random Fourier features.
+
+:class:`RandomFourierFeatures` maps ``x`` to ``z(x)`` with ``z(x)^T z(y)`` an unbiased
+estimate of a shift-invariant kernel (Rahimi & Recht, 2007); :func:`draw_frequencies`
+holds the sampling schemes it offers (i.i.d., orthogonal, quasi-Monte Carlo and
+leverage-score sampling).
+"""
 
 from __future__ import annotations
 
@@ -36,19 +42,27 @@ def _trig_features(X, weights, offset, variant):
 def draw_frequencies(kernel, X, n_frequencies, *, sampling, variant, scale, alpha, rng, owner):
     """Frequencies, phases and importance weights of a random Fourier map.
 
+    The numerics behind :class:`RandomFourierFeatures`; see its ``sampling``
+    parameter for the schemes.
+
     Parameters
     ----------
     kernel : Kernel
+        The kernel whose spectral density is sampled.
     X : ndarray of shape (n_samples, n_features)
         Training inputs (used by ``sampling='leverage'`` only).
     n_frequencies : int
+        Number of frequencies to draw.
     sampling : {'iid', 'orthogonal', 'qmc', 'leverage'}
+        The sampling scheme.
     variant : {'cos', 'cos_sin'}
+        Whether the map has random phases (``'cos'``) or cos/sin pairs.
     scale : ndarray, scalar or of shape (n_features,)
         Length scale the unit frequencies are divided by.
     alpha : float
         Ridge regularisation of the leverage scores.
     rng : numpy.random.Generator
+        The source of every random draw.
     owner : str
         Name used in error messages.
 
@@ -59,6 +73,16 @@ def draw_frequencies(kernel, X, n_frequencies, *, sampling, variant, scale, alph
         Uniform phases for ``variant='cos'``, zeros for ``'cos_sin'``.
     importance : ndarray of shape (n_frequencies,)
         ``1 / sqrt(n_pool q_j)`` for leverage sampling, ones otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit.kernels import KERNELS
+    >>> W, b, weights = draw_frequencies(
+    ...     KERNELS["gaussian"], np.zeros((4, 2)), 8, sampling="iid", variant="cos",
+    ...     scale=np.float64(1.0), alpha=0.1, rng=np.random.default_rng(0), owner="example")
+    >>> W.shape, b.shape, weights.tolist() == [1.0] * 8
+    ((2, 8), (8,), True)
     """
     n_features = X.shape[1]
     column_scale = scale.reshape(-1, 1) if scale.ndim else scale
@@ -138,7 +162,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     ----------
     kernel : str, Kernel or callable, default='gaussian'
         One of ``'gaussian'``, ``'laplacian'``, ``'cauchy'``, ``'matern12'``,
-        ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'`` (formulas in
+        ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'`` (the keys of
+        :data:`rffkit.kernels.KERNELS`, formulas in
         :mod:`rffkit.kernels`; for ``'induced'`` with thresholds uniform on a box of
         width ``w``, use ``length_scale = w / 2``), a :class:`rffkit.kernels.Kernel`
         such as ``spline_kernel(order, n_terms)``, or a callable
@@ -164,7 +189,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         - ``'leverage'``: a pool of ``4 D`` draws is re-sampled in ``fit`` with
           probabilities ``q_j`` proportional to the ridge leverage scores on ``X``
           (at most 1000 rows) and re-weighted by ``1 / sqrt(4 D q_j)``
-          (Avron et al. 2017; seed 004 §2.2.3).
+          (Avron et al., 2017; Yu, 2023).
     variant : {'cos', 'cos_sin'}, default='cos'
         ``'cos'``: ``sqrt(2 / D) cos(omega^T x + b)``. ``'cos_sin'``: the ``D / 2``
         pairs ``[cos(omega^T x), sin(omega^T x)] / sqrt(D / 2)`` (no phase; lower
@@ -172,7 +197,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     alpha : float, default=0.1
         Ridge parameter ``lambda`` of the leverage scores ``l(omega) = p(omega)
         z_omega(X)^T (K + n lambda I)^{-1} z_omega(X)`` (``sampling='leverage'`` only;
-        Li et al. 2019 take ``lambda`` of order ``n^{-1/2}``).
+        Li et al., 2019, take ``lambda`` of order ``n^{-1/2}``).
     random_state : int, RandomState instance or None, default=None
         Controls every random draw. Global random state is never modified.
 
@@ -186,6 +211,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     importance_weights_ : ndarray of shape (n_frequencies,)
         Per-frequency factors ``sqrt(p / q)``: ones unless ``sampling='leverage'``.
     n_features_in_ : int
+        Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
@@ -202,11 +228,22 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     References
     ----------
-    A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
-    F. X. Yu et al., "Orthogonal random features", NeurIPS 2016.
-    J. Yang et al., "Quasi-Monte Carlo feature maps for shift-invariant kernels", ICML 2014.
-    H. Avron et al., "Random Fourier features for kernel ridge regression: approximation
-    bounds and statistical guarantees", ICML 2017.
+    A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
+    NeurIPS 2007.
+
+    F. X. Yu et al. (2016), "Orthogonal random features", NeurIPS 2016.
+
+    J. Yang et al. (2014), "Quasi-Monte Carlo feature maps for shift-invariant kernels",
+    ICML 2014.
+
+    H. Avron et al. (2017), "Random Fourier features for kernel ridge regression:
+    approximation bounds and statistical guarantees", ICML 2017.
+
+    Z. Li, J.-F. Ton, D. Oglic and D. Sejdinovic (2019), "Towards a unified analysis of
+    random Fourier features", ICML 2019.
+
+    S.-C. Yu (2023), *Efficient approximation of random basis functions for covariance
+    kernels*, master's thesis, Technical University of Munich.
 
     Examples
     --------
@@ -248,7 +285,21 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Draw the random frequencies and phases for inputs like ``X``."""
+        """Draw the random frequencies and phases for inputs like ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs: only their width matters, and their values for
+            ``sampling='leverage'``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RandomFourierFeatures
+            The fitted transformer.
+        """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         owner = type(self).__name__
         scale = check_length_scale(self.length_scale, X.shape[1], owner=owner)
@@ -276,7 +327,18 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self
 
     def transform(self, X):
-        """Return ``z(X)`` of shape (n_samples, n_components), in the dtype of ``X``."""
+        """Map ``X`` to its random Fourier features ``z(X)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; float32 stays float32, anything else is computed in float64.
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_components)
+            The features, in the dtype of ``X``.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         W = self.random_weights_.astype(X.dtype, copy=False)

@@ -5,7 +5,7 @@ Every kernel here is written for unit length scale as a function of the differen
 kernel is the characteristic function of a probability measure ``p(omega)``, the
 *spectral density*, so that ``k(delta) = E_omega[cos(omega^T delta)]``. A length
 scale ``l`` (scalar or one per feature) enters as ``k(delta / l)``, whose spectral
-density is that of ``omega / l`` (Prop. 1 of Otto & Izbicki): samplers draw unit
+density is that of ``omega / l`` (Otto & Izbicki, 2022, Prop. 1): samplers draw unit
 frequencies and callers divide by the length scale.
 
 ==========  ==============================================  ===============================
@@ -28,24 +28,52 @@ The Matérn kernel of smoothness ``nu`` has spectral density proportional to
 degrees of freedom and unit scale: ``omega = z sqrt(2 nu / g)`` with ``z ~ N(0, I)`` and
 ``g ~ chi^2_{2 nu}`` (Rasmussen & Williams, 2006, eq. 4.15).
 
-The *induced* kernel of seed 004 (eq. 3.12, after Rahimi & Recht, 2008) is the
+The *induced* kernel (Yu, 2023, after Rahimi & Recht, 2008) is the
 decision-stump kernel ``E_t[sgn(x - t) sgn(y - t)] = 1 - 2 |x - y| / (b - a)`` for a
 threshold ``t ~ U[a, b]`` and ``x, y`` in ``[a, b]``. At unit length scale the box has
 half-width 1 (``k = 1 - |delta|`` for ``|delta| <= 2``); a box of width ``w`` is
 ``length_scale = w / 2``. On the whole line it is continued as the triangle wave of
 period 4, whose Fourier series ``(8 / pi^2) sum_{n odd} cos(n pi t / 2) / n^2`` has
 non-negative coefficients: the spectrum is discrete and exact. Per-dimension kernels
-are combined by product, as seed 004 does for binning (eq. 3.9); its eq. 3.13 (an
-average over a random coordinate) is a different, additive kernel.
+are combined by product, as Yu (2023) does for random binning; an average over a random
+coordinate would be a different, additive kernel.
 
-The *spline* kernel ``k_2r`` of seed 004 (eq. 3.14, after Li et al., 2019) is periodic
+The *spline* kernel ``k_2r`` (Yu, 2023, after Li et al., 2019) is periodic
 with period 1 and normalised here by ``Z = 1 + sum_m m^{-2r}``; its spectrum is the
 finite set of harmonics ``2 pi m``. A numerically computed density would smear these
-atoms (the saturation seen in seed 004, Fig. 3.7 and 3.9); sampling the atoms is exact.
+atoms (the approximation error then stops falling with more features); sampling the
+atoms is exact.
 
 A kernel may also be given as a Python callable of a one-dimensional difference; it is
 applied per dimension (product kernel) and its spectral density is computed
 numerically (:func:`rffkit._spectral.numerical_spectral_density`).
+
+References
+----------
+A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
+NeurIPS 2007; (2008), "Weighted sums of random kitchen sinks", NeurIPS 2008.
+
+C. E. Rasmussen and C. K. I. Williams (2006), *Gaussian Processes for Machine Learning*,
+MIT Press.
+
+Z. Li, J.-F. Ton, D. Oglic and D. Sejdinovic (2019), "Towards a unified analysis of
+random Fourier features", ICML 2019.
+
+M. P. Otto and R. Izbicki (2022), "RFFNet: Scalable and interpretable kernel methods via
+random Fourier features", arXiv.
+
+S.-C. Yu (2023), *Efficient approximation of random basis functions for covariance
+kernels*, master's thesis, Technical University of Munich.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rffkit.kernels import KERNELS, kernel_matrix
+>>> sorted(KERNELS)
+['cauchy', 'gaussian', 'induced', 'laplacian', 'matern12', 'matern32', 'matern52', 'spline']
+>>> kernel_matrix("gaussian", np.array([[0.0], [1.0]])).round(4)
+array([[1.    , 0.6065],
+       [0.6065, 1.    ]])
 """
 
 from __future__ import annotations
@@ -76,22 +104,96 @@ __all__ = [
 
 
 def gaussian_profile(delta):
-    """Gaussian kernel ``k(delta) = exp(-||delta||_2^2 / 2)`` on the last axis."""
+    """Gaussian kernel ``k(delta) = exp(-||delta||_2^2 / 2)`` on the last axis.
+
+    Parameters
+    ----------
+    delta : ndarray of shape (..., n_features)
+        Differences ``x - y`` at unit length scale.
+
+    Returns
+    -------
+    ndarray of shape (...)
+        The kernel value of each difference, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(gaussian_profile(np.array([1.0, 1.0])).round(4))
+    0.3679
+    """
     return np.exp(-0.5 * np.sum(delta * delta, axis=-1))
 
 
 def laplacian_profile(delta):
-    """Laplacian kernel ``k(delta) = exp(-||delta||_1)`` on the last axis."""
+    """Laplacian kernel ``k(delta) = exp(-||delta||_1)`` on the last axis.
+
+    Parameters
+    ----------
+    delta : ndarray of shape (..., n_features)
+        Differences ``x - y`` at unit length scale.
+
+    Returns
+    -------
+    ndarray of shape (...)
+        The kernel value of each difference, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(laplacian_profile(np.array([0.5, -0.5])).round(4))
+    0.3679
+    """
     return np.exp(-np.sum(np.abs(delta), axis=-1))
 
 
 def cauchy_profile(delta):
-    """Cauchy kernel ``k(delta) = prod_i 1 / (1 + delta_i^2)`` on the last axis."""
+    """Cauchy kernel ``k(delta) = prod_i 1 / (1 + delta_i^2)`` on the last axis.
+
+    Parameters
+    ----------
+    delta : ndarray of shape (..., n_features)
+        Differences ``x - y`` at unit length scale.
+
+    Returns
+    -------
+    ndarray of shape (...)
+        The kernel value of each difference, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(cauchy_profile(np.array([1.0, 1.0])))
+    0.25
+    """
     return np.prod(1.0 / (1.0 + delta * delta), axis=-1)
 
 
 def matern_profile(delta, nu):
-    """Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5}, Euclidean norm of the last axis."""
+    """Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5}, Euclidean norm of the last axis.
+
+    With ``r = ||delta||_2``: ``exp(-r)`` (``nu = 0.5``), ``(1 + sqrt3 r) exp(-sqrt3 r)``
+    (1.5) and ``(1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)`` (2.5).
+
+    Parameters
+    ----------
+    delta : ndarray of shape (..., n_features)
+        Differences ``x - y`` at unit length scale.
+    nu : {0.5, 1.5, 2.5}
+        Smoothness; any other value is treated as 2.5 (use :func:`matern_kernel`,
+        which checks it).
+
+    Returns
+    -------
+    ndarray of shape (...)
+        The kernel value of each difference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(matern_profile(np.array([1.0]), 0.5).round(4))
+    0.3679
+    """
     r = np.sqrt(np.sum(delta * delta, axis=-1))
     if nu == 0.5:
         return np.exp(-r)
@@ -103,18 +205,75 @@ def matern_profile(delta, nu):
 
 
 def triangle_wave(t):
-    """``1 - |t|`` on ``[-2, 2]``, continued with period 4 (values in ``[-1, 1]``)."""
+    """``1 - |t|`` on ``[-2, 2]``, continued with period 4 (values in ``[-1, 1]``).
+
+    The one-dimensional profile of the induced kernel.
+
+    Parameters
+    ----------
+    t : array-like
+        Differences at unit length scale.
+
+    Returns
+    -------
+    ndarray
+        The wave at each ``t``, same shape as ``t``.
+
+    Examples
+    --------
+    >>> triangle_wave([0.0, 1.0, 2.0, 3.0, 4.0])
+    array([ 1.,  0., -1.,  0.,  1.])
+    """
     t = np.mod(np.abs(t), 4.0)
     return np.where(t <= 2.0, 1.0 - t, t - 3.0)
 
 
 def induced_profile(delta):
-    """Induced (decision-stump) kernel ``prod_i tri(delta_i)`` on the last axis."""
+    """Induced (decision-stump) kernel ``prod_i tri(delta_i)`` on the last axis.
+
+    ``tri`` is :func:`triangle_wave`.
+
+    Parameters
+    ----------
+    delta : ndarray of shape (..., n_features)
+        Differences ``x - y`` at unit length scale.
+
+    Returns
+    -------
+    ndarray of shape (...)
+        The kernel value of each difference, in ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> float(induced_profile(np.array([0.5, 0.5])))
+    0.25
+    """
     return np.prod(triangle_wave(delta), axis=-1)
 
 
 def spline_profile_1d(t, order=1.0, n_terms=10):
-    """``(1 + sum_{m=1}^M m^{-2r} cos(2 pi m t)) / (1 + sum_m m^{-2r})``, elementwise."""
+    """``(1 + sum_{m=1}^M m^{-2r} cos(2 pi m t)) / (1 + sum_m m^{-2r})``, elementwise.
+
+    Parameters
+    ----------
+    t : array-like
+        Differences at unit length scale (the profile has period 1).
+    order : float, default=1.0
+        ``r``: the weight of harmonic ``m`` is ``m^{-2r}``.
+    n_terms : int, default=10
+        ``M``, the number of harmonics.
+
+    Returns
+    -------
+    ndarray
+        The profile at each ``t``, same shape as ``t``; 1 at integers.
+
+    Examples
+    --------
+    >>> spline_profile_1d([0.0, 0.5, 1.0]).round(6).tolist()
+    [1.0, 0.071394, 1.0]
+    """
     t = np.asarray(t, dtype=np.float64)
     weights = np.arange(1, n_terms + 1, dtype=np.float64) ** (-2.0 * order)
     total = np.ones_like(t)
@@ -160,7 +319,11 @@ def _chi_radius_ppf(u, n_features):
 class Kernel:
     """A shift-invariant kernel at unit length scale and its spectral sampler.
 
-    Attributes
+    The registered kernels are in ``KERNELS``; :func:`profile_kernel`,
+    :func:`matern_kernel` and :func:`spline_kernel` build others. Every estimator that
+    takes ``kernel=...`` accepts a ``Kernel`` too.
+
+    Parameters
     ----------
     name : str
         The name users pass as ``kernel=...``.
@@ -180,6 +343,27 @@ class Kernel:
         ``sample_pitches(rng, size)``: grid pitches from ``p(delta) = delta k''(delta)``
         of a kernel that is a product of convex one-dimensional profiles (random
         binning features); None where that density is not valid.
+
+    See Also
+    --------
+    get_kernel : a Kernel from a name, a Kernel or a profile callable.
+    kernel_matrix : the exact Gram matrix of a kernel.
+
+    Notes
+    -----
+    By Bochner's theorem ``k(delta) = E_omega[cos(omega^T delta)]`` with ``omega`` drawn
+    from the spectral density ``p``; ``sample_frequencies`` draws from ``p`` and
+    ``profile`` evaluates ``k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit.kernels import KERNELS
+    >>> kernel = KERNELS["laplacian"]
+    >>> kernel.name, kernel.is_isotropic(3)
+    ('laplacian', False)
+    >>> kernel.sample_frequencies(np.random.default_rng(0), 3, 5).shape
+    (3, 5)
     """
 
     name: str
@@ -190,23 +374,55 @@ class Kernel:
     sample_pitches: Callable[[np.random.Generator, tuple], np.ndarray] | None = None
 
     def is_isotropic(self, n_features):
-        """True when ``p(omega)`` depends on ``||omega||_2`` only (always in 1-D)."""
+        """True when ``p(omega)`` depends on ``||omega||_2`` only (always in 1-D).
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+
+        Returns
+        -------
+        bool
+            Whether orthogonal random features apply to this kernel in that dimension.
+        """
         return self.radial_inverse_cdf is not None or n_features == 1
 
     def qmc_dimension(self, n_features):
-        """Number of uniform coordinates :meth:`frequencies_from_uniforms` needs."""
+        """Number of uniform coordinates :meth:`frequencies_from_uniforms` needs.
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+
+        Returns
+        -------
+        int
+            ``n_features`` for a separable density, ``n_features + 1`` (a direction and
+            a radius) for an isotropic one.
+        """
         return n_features if self.spectral_inverse_cdf is not None else n_features + 1
 
     def frequencies_from_uniforms(self, u, n_features):
-        """Map points ``u`` of shape (n_components, qmc_dimension) to frequencies.
+        """Map points ``u`` of the unit cube to frequencies (quasi-Monte Carlo sampling).
 
         Separable densities use the per-dimension inverse CDF; isotropic ones take a
         direction from the normal quantiles of the first ``n_features`` coordinates
         and a radius from the radial quantile of the last one.
 
+        Parameters
+        ----------
+        u : ndarray of shape (n_components, qmc_dimension)
+            Points in the open unit cube; ``qmc_dimension`` is
+            :meth:`qmc_dimension` of ``n_features``.
+        n_features : int
+            Input dimension.
+
         Returns
         -------
         ndarray of shape (n_features, n_components)
+            The frequencies, one per column.
         """
         if self.spectral_inverse_cdf is not None:
             return self.spectral_inverse_cdf(u[:, :n_features]).T
@@ -217,7 +433,26 @@ class Kernel:
 
 
 def matern_kernel(nu):
-    """The Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5} (Euclidean norm)."""
+    """The Matérn kernel of smoothness ``nu`` in {0.5, 1.5, 2.5} (Euclidean norm).
+
+    Parameters
+    ----------
+    nu : {0.5, 1.5, 2.5}
+        Smoothness; the kernels are registered as ``'matern12'``, ``'matern32'`` and
+        ``'matern52'``.
+
+    Returns
+    -------
+    Kernel
+        Its spectral density is the multivariate Student t law with ``2 nu`` degrees of
+        freedom (Rasmussen & Williams, 2006, eq. 4.15), sampled as
+        ``z sqrt(2 nu / g)``, ``z ~ N(0, I)``, ``g ~ chi^2_{2 nu}``.
+
+    Examples
+    --------
+    >>> matern_kernel(1.5).name
+    'matern32'
+    """
     if nu not in (0.5, 1.5, 2.5):
         raise ValueError(
             f"Matérn smoothness nu={nu!r} is not supported; expected 0.5, 1.5 or 2.5."
@@ -264,14 +499,37 @@ def _bernoulli_cosine_series(t, order):
 
 
 def spline_kernel(order=1.0, n_terms=10):
-    """The periodic spline kernel ``k_2r`` of seed 004, eq. 3.14, normalised to ``k(0) = 1``.
+    """The periodic spline kernel ``k_2r`` (Yu, 2023), normalised to ``k(0) = 1``.
 
+    Parameters
+    ----------
+    order : float, default=1.0
+        ``r > 0``: harmonic ``m`` has weight ``m^{-2r}``. With ``n_terms=None`` only 1
+        and 2 are supported.
+    n_terms : int or None, default=10
+        ``M``, the number of harmonics; None gives the full series.
+
+    Returns
+    -------
+    Kernel
+        Named ``'spline'`` for the defaults (the registered kernel), else
+        ``'spline(r=..., M=...)'``.
+
+    Notes
+    -----
     ``k(delta) = prod_i (1 + sum_{m=1}^M m^{-2r} cos(2 pi m delta_i)) / Z`` with
     ``Z = 1 + sum_m m^{-2r}``, ``r = order`` and ``M = n_terms``; its spectrum puts mass
     ``m^{-2r} / Z`` on the frequencies ``+-2 pi m`` (``m = 0`` carries ``1 / Z``).
     ``n_terms=None`` gives the full series (Wahba's periodic spline kernel, used by
     Li et al., 2019) for ``order`` 1 or 2, in closed form through Bernoulli
     polynomials, e.g. ``sum_m cos(2 pi m t) / m^2 = pi^2 (t^2 - t + 1/6)`` on [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kernel = spline_kernel(order=2, n_terms=None)
+    >>> kernel.name, float(kernel.profile(np.array([[0.0]]))[0])
+    ('spline(r=2, M=None)', 1.0)
     """
     infinite = n_terms is None
     if infinite and order not in (1, 2):
@@ -358,6 +616,18 @@ def profile_kernel(profile, name=None):
     computed numerically on first use; invalid profiles raise ``ValueError`` then
     (see :func:`rffkit._spectral.numerical_spectral_density`).
 
+    Parameters
+    ----------
+    profile : callable
+        ``k(t)`` of a one-dimensional difference, with ``k(0) = 1``; scalar-only
+        callables (``math.exp``) are vectorised.
+    name : str, default=None
+        The kernel's name; None takes the callable's ``__name__``.
+
+    Returns
+    -------
+    Kernel
+
     Examples
     --------
     >>> import numpy as np
@@ -401,7 +671,30 @@ KERNELS = {
 
 
 def get_kernel(kernel):
-    """Return the :class:`Kernel` for a name, a :class:`Kernel`, or a 1-D profile callable."""
+    """Return the :class:`Kernel` for a name, a :class:`Kernel`, or a 1-D profile callable.
+
+    Parameters
+    ----------
+    kernel : str, Kernel or callable
+        One of ``'gaussian'``, ``'laplacian'``, ``'cauchy'``, ``'matern12'``,
+        ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'`` (the keys of
+        ``KERNELS``), a :class:`Kernel` (returned as is) or a profile callable
+        (:func:`profile_kernel`).
+
+    Returns
+    -------
+    Kernel
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+
+    Examples
+    --------
+    >>> get_kernel("matern52").name
+    'matern52'
+    """
     if isinstance(kernel, Kernel):
         return kernel
     if isinstance(kernel, str) and kernel in KERNELS:
@@ -415,7 +708,27 @@ def get_kernel(kernel):
 
 
 def check_length_scale(length_scale, n_features, *, owner):
-    """Validate a scalar or per-feature length scale; return it as a float array."""
+    """Validate a scalar or per-feature length scale; return it as a float array.
+
+    Parameters
+    ----------
+    length_scale : float or array-like of shape (n_features,)
+        Must be finite and strictly positive.
+    n_features : int
+        Number of input features a vector must match.
+    owner : str
+        Name used in error messages.
+
+    Returns
+    -------
+    ndarray of shape () or (n_features,)
+        The length scale as float64.
+
+    Examples
+    --------
+    >>> check_length_scale([1, 2], 2, owner="example")
+    array([1., 2.])
+    """
     scale = np.asarray(length_scale, dtype=np.float64)
     if scale.ndim == 1 and scale.shape[0] != n_features:
         raise ValueError(
@@ -440,18 +753,26 @@ def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
     Parameters
     ----------
     kernel : str, Kernel or callable
-        Name of a registered kernel, a :class:`Kernel`, or a one-dimensional profile
-        applied per dimension (product kernel).
-    X : array of shape (n_X, n_features)
-    Y : array of shape (n_Y, n_features), default=None
-        ``None`` means ``Y = X``.
-    length_scale : float or array of shape (n_features,), default=1.0
+        One of ``'gaussian'``, ``'laplacian'``, ``'cauchy'``, ``'matern12'``,
+        ``'matern32'``, ``'matern52'``, ``'induced'``, ``'spline'``, a :class:`Kernel`,
+        or a one-dimensional profile applied per dimension (product kernel).
+    X : array-like of shape (n_X, n_features)
+        First set of points.
+    Y : array-like of shape (n_Y, n_features), default=None
+        Second set of points; None means ``Y = X``.
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale ``l``; a vector gives an ARD kernel.
     chunk_size : int, default=None
         Rows of ``X`` per chunk; chosen from the memory budget when None.
 
     Returns
     -------
     K : ndarray of shape (n_X, n_Y)
+        The exact Gram matrix.
+
+    See Also
+    --------
+    rffkit.approximation.approximate_kernel_matrix : its estimate by a feature map.
 
     Examples
     --------
