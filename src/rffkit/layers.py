@@ -1,9 +1,17 @@
-"""Torch modules: the ARD random Fourier feature layer of RFFNet.
+"""Torch modules: the ARD random Fourier feature layer of RFFNet, and RFFNet's network.
 
-Proposition 2 of Otto & Izbicki: if ``z`` is the random Fourier map of a kernel at unit
+Otto & Izbicki (2022, Prop. 2): if ``z`` is the random Fourier map of a kernel at unit
 relevances, ``z(lambda o x)^T z(lambda o y)`` is an unbiased estimate of the ARD kernel
 ``k(lambda o (x - y))``. The random draws stay fixed (buffers) and only the relevances
 ``lambda`` are learned, so the layer can sit in front of any network.
+
+References
+----------
+M. P. Otto and R. Izbicki (2022), "RFFNet: Scalable and interpretable kernel methods via
+random Fourier features", arXiv.
+
+M. P. Otto (2023), *Scalable and interpretable kernel methods based on random Fourier
+features*, master's dissertation, University of São Paulo.
 """
 
 from __future__ import annotations
@@ -25,9 +33,7 @@ class ARDRandomFourierFeatures(nn.Module):
     With ``variant='cos_sin'`` the map is ``sqrt(2 / D) [cos((lambda o x) W),
     sin((lambda o x) W)]`` on ``ceil(D / 2)`` frequencies (the last sine dropped when
     ``D`` is odd): the same kernel estimate without the random phases, and every
-    frequency in both phases. At the same ``D`` it fitted SE2 about 12% better in our
-    tests (``z^T z`` averages ``cos(w^T delta)`` exactly instead of
-    ``cos(w^T delta) + cos(w^T (x + y) + 2 b)``).
+    frequency in both phases, with less variance at the same ``D`` (see Notes).
 
     Parameters
     ----------
@@ -39,9 +45,42 @@ class ARDRandomFourierFeatures(nn.Module):
         Initial relevances ``lambda`` (a learnable parameter, unconstrained in sign:
         the kernel depends on ``|lambda|`` only).
     variant : {'cos', 'cos_sin'}, default='cos'
+        The map: random phases, or cos/sin pairs without phases.
     n_components : int, default=None
         ``D``, the number of output columns: ``n_frequencies`` for 'cos', and
         ``2 n_frequencies`` or one less for 'cos_sin' (None: ``2 n_frequencies``).
+
+    Attributes
+    ----------
+    frequencies : Tensor of shape (n_features, n_frequencies)
+        The fixed draws ``W`` (a buffer: saved and moved with the module).
+    offsets : Tensor of shape (n_frequencies,)
+        The fixed phases ``b`` (a buffer).
+    relevances : torch.nn.Parameter of shape (n_features,)
+        The learned relevances ``lambda``.
+    n_components : int
+        ``D``.
+
+    See Also
+    --------
+    rffkit.RandomFourierFeatures : the same map at fixed length scales, as a transformer.
+    RFFNetModule : this layer followed by RFFNet's head.
+
+    Notes
+    -----
+    ``z(x)^T z(y)`` averages ``cos(w^T delta)`` over the frequencies with
+    ``delta = lambda o (x - y)``; with random phases each term adds
+    ``cos(w^T (lambda o (x + y)) + 2 b)``, zero on average but not in a given draw, so
+    ``'cos_sin'`` estimates the kernel with less variance at the same ``D``
+    (benchmarks/results/kernel_approximation.md compares the two variants).
+
+    References
+    ----------
+    M. P. Otto and R. Izbicki (2022), "RFFNet: Scalable and interpretable kernel methods
+    via random Fourier features", arXiv.
+
+    A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
+    NeurIPS 2007.
 
     Examples
     --------
@@ -88,10 +127,34 @@ class ARDRandomFourierFeatures(nn.Module):
     ):
         """Draw ``W`` from ``kernel``'s spectral density and ``b`` uniformly.
 
-        ``relevance`` (scalar or per feature) initialises ``lambda``; the default
-        ``1 / sqrt(n_features)`` makes ``||lambda o (x - y)||`` of order one for
-        standardised inputs, so every feature starts with a useful gradient (at
-        ``lambda = 0`` every feature's gradient vanishes on symmetric problems).
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+        n_components : int
+            ``D``, the number of output columns.
+        kernel : str, Kernel or callable, default='gaussian'
+            Any kernel :func:`rffkit.kernels.get_kernel` accepts: ``'gaussian'``,
+            ``'laplacian'``, ``'cauchy'``, ``'matern12'``, ``'matern32'``,
+            ``'matern52'``, ``'induced'``, ``'spline'``, a ``Kernel`` or a profile.
+        relevance : float or array-like of shape (n_features,), default=None
+            Initial ``lambda``; None gives ``1 / sqrt(n_features)``, which makes
+            ``||lambda o (x - y)||`` of order one for standardised inputs, so every
+            feature starts with a useful gradient (at ``lambda = 0`` every feature's
+            gradient vanishes on symmetric problems).
+        random_state : int, default=0
+            Seed of the local generator of the draws.
+        dtype : torch.dtype, default=torch.float64
+            Precision of the buffers and the parameter.
+        device : str or torch.device, default='cpu'
+            Where they live.
+        variant : {'cos', 'cos_sin'}, default='cos'
+            The map (see the class).
+
+        Returns
+        -------
+        ARDRandomFourierFeatures
+            The new layer.
         """
         rng = np.random.default_rng(random_state)
         n_frequencies = n_components if variant == "cos" else (n_components + 1) // 2
@@ -105,10 +168,26 @@ class ARDRandomFourierFeatures(nn.Module):
 
     @property
     def n_components(self):
+        """``D``, the number of output columns."""
         return self._n_components
 
     def replace(self, *, frequencies=None, offsets=None, relevances=None):
-        """A new layer with some of this one's draws or relevances replaced (the rest shared)."""
+        """A new layer with some of this one's draws or relevances replaced (the rest shared).
+
+        Parameters
+        ----------
+        frequencies : Tensor of shape (n_features, n_frequencies), default=None
+            New draws ``W``; None keeps (shares) this layer's.
+        offsets : Tensor of shape (n_frequencies,), default=None
+            New phases ``b``; None keeps this layer's.
+        relevances : Tensor of shape (n_features,), default=None
+            New relevances; None copies this layer's current values.
+
+        Returns
+        -------
+        ARDRandomFourierFeatures
+            The new layer, same variant and ``n_components``.
+        """
         return type(self)(
             self.frequencies if frequencies is None else frequencies,
             self.offsets if offsets is None else offsets,
@@ -122,6 +201,18 @@ class ARDRandomFourierFeatures(nn.Module):
 
         The first ``k`` columns of a draw are themselves a valid draw of ``k``
         features, so a fit can grow ``k`` (coarse to fine) and keep its random map.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n_samples, n_features)
+            Inputs, in the layer's dtype and on its device.
+        n_components : int, default=None
+            ``k``: compute only the first ``k`` columns; None computes all ``D``.
+
+        Returns
+        -------
+        Tensor of shape (n_samples, k)
+            ``z(lambda o x)`` scaled by ``sqrt(2 / k)``.
         """
         k = self.n_components if n_components is None else n_components
         scale = math.sqrt(2.0 / k)
@@ -141,6 +232,13 @@ class ARDRandomFourierFeatures(nn.Module):
         return features.mul_(scale)
 
     def extra_repr(self):
+        """The dimensions shown in the module's ``repr``.
+
+        Returns
+        -------
+        str
+            ``n_features``, ``n_components`` and ``variant``.
+        """
         return (
             f"n_features={self.frequencies.shape[0]}, n_components={self.n_components}, "
             f"variant={self.variant!r}"
@@ -151,15 +249,39 @@ class RFFNetModule(nn.Module):
     """RFFNet's network: the ARD random-feature layer, then a linear head or a ReLU MLP.
 
     With no hidden layer the head is ``beta^T z(lambda o x) + c`` (Otto & Izbicki,
-    2022), initialised at ``beta = 0``; with hidden layers it is RFFNet+ (Otto, 2022),
+    2022), initialised at ``beta = 0``; with hidden layers it is RFFNet+ (Otto, 2023),
     initialised by He's rule from ``generator`` (the global RNG is left untouched).
 
     Parameters
     ----------
     rff : ARDRandomFourierFeatures
+        The random-feature layer (its dtype and device are the network's).
     hidden_layer_sizes : tuple of int
+        Widths of the ReLU layers between the features and the output; ``()`` for
+        the linear head.
     n_outputs : int
+        Number of outputs (1 for regression, one logit per class otherwise).
     generator : torch.Generator
+        Source of the initial weights of an MLP head.
+
+    Attributes
+    ----------
+    rff : ARDRandomFourierFeatures
+        The random-feature layer.
+    head : torch.nn.Sequential
+        The linear layers (and ReLUs) after it.
+
+    See Also
+    --------
+    ARDRandomFourierFeatures : the first layer.
+
+    References
+    ----------
+    M. P. Otto and R. Izbicki (2022), "RFFNet: Scalable and interpretable kernel methods
+    via random Fourier features", arXiv.
+
+    M. P. Otto (2023), *Scalable and interpretable kernel methods based on random Fourier
+    features*, master's dissertation, University of São Paulo.
 
     Examples
     --------
@@ -197,4 +319,16 @@ class RFFNetModule(nn.Module):
         return self.head[0]
 
     def forward(self, x):
+        """The network's outputs for inputs ``x``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n_samples, n_features)
+            Inputs, in the network's dtype and on its device.
+
+        Returns
+        -------
+        Tensor of shape (n_samples, n_outputs)
+            ``head(z(lambda o x))``.
+        """
         return self.head(self.rff(x))

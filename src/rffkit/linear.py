@@ -1,4 +1,8 @@
-"""Linear classifiers on random features: L2-penalised logistic regression in torch."""
+"""Logistic regression on random features: L2-penalised, binary or multinomial, in torch.
+
+:class:`RFFClassifier` is the classification counterpart of :class:`~rffkit.RFFRidge`;
+:func:`fit_logistic` holds its L-BFGS solver.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,33 @@ def logistic_objective(weights, bias, Z, target, alpha):
     One logit column (``weights`` of shape (D, 1)) is the binary model with the
     logistic loss ``log(1 + exp(-y_i f_i))``; ``K >= 2`` columns are the multinomial
     model with the softmax cross-entropy.
+
+    Parameters
+    ----------
+    weights : Tensor of shape (D, 1) or (D, K)
+        The weights ``W``.
+    bias : Tensor of shape (1,) or (K,)
+        The intercepts.
+    Z : Tensor of shape (n, D)
+        The random features.
+    target : Tensor of shape (n,)
+        0/1 floats for the binary model, class indices (long) for the multinomial one.
+    alpha : float
+        The L2 penalty.
+
+    Returns
+    -------
+    Tensor
+        The objective, a scalar.
+
+    Examples
+    --------
+    >>> import torch
+    >>> Z = torch.zeros(4, 3, dtype=torch.float64)
+    >>> value = logistic_objective(torch.zeros(3, 1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64),
+    ...                            Z, torch.tensor([0.0, 1.0, 0.0, 1.0], dtype=torch.float64), 1.0)
+    >>> round(float(value), 4)  # log 2 at W = 0
+    0.6931
     """
     logits = Z @ weights + bias
     if weights.shape[1] == 1:
@@ -42,18 +73,36 @@ def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, d
     Parameters
     ----------
     Z : ndarray of shape (n, D)
+        The random features.
     labels : ndarray of shape (n,)
         Integer class indices in ``[0, n_classes)``.
     n_classes : int
         2 gives the binary model (one logit), more the multinomial one.
-    alpha, fit_intercept, max_iter, tol
+    alpha, fit_intercept, max_iter, tol : float, bool, int, float
         As in :class:`RFFClassifier`.
-    dtype, device : torch dtype and device.
+    dtype, device : torch.dtype, torch.device
+        Where and in which precision to compute.
 
     Returns
     -------
-    weights : tensor of shape (D, K), bias : tensor of shape (K,), n_iter : int,
-    gradient_norm : float (max-abs gradient at the returned point).
+    weights : Tensor of shape (D, K)
+        ``K = 1`` for two classes.
+    bias : Tensor of shape (K,)
+        Zeros when ``fit_intercept=False``.
+    n_iter : int
+        L-BFGS iterations run.
+    gradient_norm : float
+        The largest absolute gradient entry at the returned point.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> Z = np.array([[1.0], [2.0], [-1.0], [-2.0]])
+    >>> weights, bias, n_iter, gradient = fit_logistic(
+    ...     Z, np.array([1, 1, 0, 0]), 2, alpha=0.1, fit_intercept=True, max_iter=100,
+    ...     tol=1e-8, dtype=torch.float64, device="cpu")
+    >>> weights.shape, bool(weights[0, 0] > 0), gradient < 1e-8
+    (torch.Size([1, 1]), True, True)
     """
     Zt = torch.as_tensor(np.ascontiguousarray(Z), dtype=dtype, device=device)
     n_out = 1 if n_classes == 2 else n_classes
@@ -124,6 +173,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
     n_iter_ : int
         L-BFGS iterations run.
     n_features_in_ : int
+        Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
@@ -142,10 +192,11 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    A. Rahimi and B. Recht, "Random features for large-scale kernel machines",
+    A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
     NeurIPS 2007.
-    D. C. Liu and J. Nocedal, "On the limited memory BFGS method for large scale
-    optimization", Mathematical Programming 45, 1989.
+
+    D. C. Liu and J. Nocedal (1989), "On the limited memory BFGS method for large scale
+    optimization", Mathematical Programming 45.
 
     Examples
     --------
@@ -234,7 +285,19 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        """Logits ``z(X) coef_^T + intercept_``: shape (n,) for two classes, else (n, K)."""
+        """Logits ``z(X) coef_^T + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One column for two classes (positive favours ``classes_[1]``), else one
+            per class; in the dtype of ``X`` (float32 or float64).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
         Z = self.features_.transform(X)
@@ -243,7 +306,18 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in ``classes_`` order; rows sum to 1.
+        """
         scores = self.decision_function(X)
         if scores.ndim == 1:
             positive = expit(scores)
@@ -251,11 +325,33 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         return softmax(scores, axis=1)
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns in ``classes_`` order.
+        """
         return np.log(self.predict_proba(X))
 
     def predict(self, X):
-        """The most probable class of each sample, labels as given to ``fit``."""
+        """The most probable class of each sample.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Labels as given to ``fit``.
+        """
         scores = self.decision_function(X)
         index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]

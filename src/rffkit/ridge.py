@@ -1,4 +1,9 @@
-"""Kernel ridge regression on random features, with a one-eigendecomposition path."""
+"""Kernel ridge regression on random features, with a one-eigendecomposition path.
+
+:class:`RFFRidge` fits ridge regression on any feature map of this library and chooses
+``alpha`` by generalised cross-validation or exact leave-one-out from one
+eigendecomposition (:mod:`rffkit._ridge_path` holds the numerics).
+"""
 
 from __future__ import annotations
 
@@ -24,9 +29,28 @@ DEFAULT_N_COMPONENTS = 500
 def default_features(X, random_state):
     """The feature map used when ``features=None``.
 
-    Gaussian random Fourier features with ``DEFAULT_N_COMPONENTS`` components and the
-    length scale of scikit-learn's ``gamma='scale'``: ``gamma = 1 / (p var(X))``, i.e.
-    ``length_scale = sqrt(p var(X) / 2)`` (``1`` if ``X`` is constant).
+    Gaussian random Fourier features with ``DEFAULT_N_COMPONENTS`` (500) components and
+    the length scale of scikit-learn's ``gamma='scale'``: ``gamma = 1 / (p var(X))``,
+    i.e. ``length_scale = sqrt(p var(X) / 2)`` (``1`` if ``X`` is constant).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Training inputs; only their width and overall variance are used.
+    random_state : int, RandomState instance or None
+        Passed to the feature map.
+
+    Returns
+    -------
+    RandomFourierFeatures
+        Unfitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> features = default_features(np.array([[0.0, 2.0], [2.0, 0.0]]), random_state=0)
+    >>> features.n_components, features.length_scale
+    (500, 1.0)
     """
     variance = float(X.var()) if not sp.issparse(X) else float(X.toarray().var())
     spread = X.shape[1] * variance
@@ -37,10 +61,26 @@ def default_features(X, random_state):
 
 
 def fitted_features(estimator, X, y=None):
-    """Clone (or build) the feature map of ``estimator``, fit it on ``X``, return (map, Z).
+    """Clone (or build) the feature map of ``estimator`` and fit it on ``X``.
 
     ``estimator.random_state``, when not None, overrides the clone's own
     ``random_state`` so that the estimator alone controls reproducibility.
+
+    Parameters
+    ----------
+    estimator : RFFRidge or RFFClassifier
+        Its ``features`` and ``random_state`` parameters are read.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Training inputs.
+    y : array-like of shape (n_samples,), default=None
+        Passed to the map's ``fit_transform`` when given.
+
+    Returns
+    -------
+    features : transformer
+        The fitted feature map.
+    Z : ndarray or sparse matrix of shape (n_samples, n_components)
+        The features of ``X``.
     """
     if estimator.features is None:
         features = default_features(X, estimator.random_state)
@@ -88,7 +128,9 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     features_ : transformer
         The fitted feature map.
     coef_ : ndarray of shape (n_components,) or (n_targets, n_components)
+        Weights of the features.
     intercept_ : float or ndarray of shape (n_targets,)
+        The unpenalised intercept (0 without ``fit_intercept``).
     alpha_ : float or ndarray of shape (n_targets,)
         The chosen regularisation (per target if ``alpha_per_target``).
     alphas_ : ndarray of shape (n_alphas,)
@@ -99,6 +141,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     best_score_ : float or ndarray of shape (n_targets,)
         ``cv_values_`` at ``alpha_`` (None when ``alpha_selection=None``).
     n_features_in_ : int
+        Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
@@ -133,9 +176,10 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     References
     ----------
-    G. H. Golub, M. Heath and G. Wahba, "Generalized cross-validation as a method for
-    choosing a good ridge parameter", Technometrics 21(2), 1979.
-    A. Rahimi and B. Recht, "Random features for large-scale kernel machines",
+    G. H. Golub, M. Heath and G. Wahba (1979), "Generalized cross-validation as a
+    method for choosing a good ridge parameter", Technometrics 21(2).
+
+    A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
     NeurIPS 2007.
 
     Examples
@@ -198,12 +242,15 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training inputs (sparse when the feature map accepts it).
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
 
         Returns
         -------
         self : RFFRidge
+            The fitted estimator.
         """
         X, y = validate_data(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
@@ -257,11 +304,13 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Inputs.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            In the dtype of ``X`` (float32 or float64).
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)

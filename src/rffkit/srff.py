@@ -2,6 +2,11 @@
 
 The estimator of Gregorová, Ramapuram, Kalousis and Marchand-Maillet (2018); its
 numerics live in :mod:`rffkit._srff_solver`.
+
+References
+----------
+M. Gregorová, J. Ramapuram, A. Kalousis and S. Marchand-Maillet (2018), "Large-scale
+nonlinear variable selection via kernel random features", ECML-PKDD 2018.
 """
 
 from __future__ import annotations
@@ -35,11 +40,33 @@ _WIDTH_QUERIES = 500  # query points for the kernel-width heuristic
 def median_neighbour_distance(X, *, n_neighbors=20, max_queries=_WIDTH_QUERIES, rng=None):
     """Median Euclidean distance from a point to its ``n_neighbors`` nearest neighbours.
 
-    The kernel-width heuristic of the paper (§5.0.1). For ``n > max_queries`` the
-    distances are computed for a random subset of ``max_queries`` query points, their
-    neighbours still searched among all of ``X`` (so the width does not depend on the
-    subsample size): ``max_queries * n_neighbors`` distances, cost ``O(max_queries n d)``.
-    Returns 1.0 when every distance is zero.
+    The kernel-width heuristic of Gregorová et al. (2018, §5.0.1). For
+    ``n > max_queries`` the distances are computed for a random subset of
+    ``max_queries`` query points, their neighbours still searched among all of ``X``
+    (so the width does not depend on the subsample size): ``max_queries * n_neighbors``
+    distances, cost ``O(max_queries n d)``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The points (standardised inputs in :class:`SRFFRegressor`).
+    n_neighbors : int, default=20
+        Neighbours per query point (at most ``n_samples - 1``).
+    max_queries : int, default=500
+        Largest number of query points.
+    rng : numpy.random.Generator, default=None
+        Draws the query subset; None uses a generator seeded with 0.
+
+    Returns
+    -------
+    float
+        The median distance; 1.0 when every distance is zero or there is one point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> median_neighbour_distance(np.array([[0.0], [1.0], [3.0]]), n_neighbors=1)
+    1.0
     """
     n_samples = X.shape[0]
     k = min(n_neighbors, n_samples - 1)
@@ -68,7 +95,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=300
-        Number of random features ``D`` (the paper uses 300 throughout).
+        Number of random features ``D`` (Gregorová et al., 2018, use 300 throughout).
     alphas : int or array-like of shape (n_alphas,), default=50
         Regularisation values to search. An integer ``m`` gives the authors'
         data-dependent grid of ``m`` values, ``2 n ||X||_2^2 10^(-9.8 k / (m - 1))``,
@@ -78,18 +105,17 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     length_scale : float or None, default=None
         Gaussian kernel width ``sigma`` (in standardised units). None sets it to the
         median distance among the 20 nearest neighbours of the training inputs
-        (paper §5.0.1), on a subsample of 500 query points for larger inputs.
+        (Gregorová et al., 2018, §5.0.1), on a subsample of 500 query points for
+        larger inputs.
     validation_fraction : float, default=0.2
         Fraction of the samples held out to choose ``alpha``.
     draw_per_alpha : bool, default=False
         Give each grid value its own draw of ``epsilon`` and ``b``, as the authors'
-        experiments do (Algorithm 1 draws them each time it runs), so the validation
-        error chooses among draws as well as penalties and the model keeps the draw of
-        the chosen value. It helps when the validation split is large (SE2 at n = 5k,
-        1k held out: test RMSE 1.381 -> 1.286 over 20 repetitions, as in the paper's
-        1.278) and can hurt when it is small, where the search overfits the split (SE1
-        at n = 1k: 0.2710 -> 0.2720 over 30; at n = 1.5k with 300 held out one fit
-        ranked irrelevant inputs first and predicted worse than the mean). The default
+        experiments do (their Algorithm 1 draws them each time it runs), so the
+        validation error chooses among draws as well as penalties and the model keeps
+        the draw of the chosen value. It helps when the validation split is large and
+        can hurt when it is small, where the search overfits the split (see
+        benchmarks/results/srff_tables.md, which compares both settings). The default
         fits the whole grid on one draw. Ignored with a single ``alpha``.
     n_iter_no_change : int or None, default=5
         Stop the search along the grid (visited from the largest ``alpha`` down) once
@@ -128,6 +154,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     coef_ : ndarray of shape (n_components,)
         Weights ``a`` of the random features.
     intercept_ : float
+        The unpenalised intercept ``c``.
     n_iter_ : int
         Alternating iterations of the final fit.
     length_scale_ : float
@@ -142,19 +169,21 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     validation_errors_ : ndarray of shape (n_visited,)
         Validation mean squared error of each visited value (empty if one ``alpha``).
     n_features_in_ : int
+        Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
 
     See Also
     --------
     rffkit.RandomFourierFeatures : random features of a fixed kernel.
+    rffkit.RFFNetRegressor : learns ARD relevances by gradient instead of on a simplex.
 
     Notes
     -----
     With inputs standardised by their training mean and standard deviation, the
     model is ``f(x) = sum_j a_j sqrt(2) cos(epsilon_j^T (gamma * x) / sigma + b_j) + c``
     with ``epsilon_j ~ N(0, I)`` and ``b_j ~ U[0, 2 pi)`` drawn once. Algorithm 1 of
-    the paper minimises
+    Gregorová et al. (2018) minimises
 
     ``J(a, gamma) = ||y - Z a||^2 + alpha ||a||^2``  subject to  ``gamma in simplex``
 
@@ -175,11 +204,11 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
 
     References
     ----------
-    M. Gregorová, J. Ramapuram, A. Kalousis and S. Marchand-Maillet, "Large-scale
+    M. Gregorová, J. Ramapuram, A. Kalousis and S. Marchand-Maillet (2018), "Large-scale
     nonlinear variable selection via kernel random features", ECML-PKDD 2018.
 
-    A. Beck and M. Teboulle, "A fast iterative shrinkage-thresholding algorithm for
-    linear inverse problems", SIAM J. Imaging Sciences, 2009.
+    A. Beck and M. Teboulle (2009), "A fast iterative shrinkage-thresholding algorithm
+    for linear inverse problems", SIAM J. Imaging Sciences.
 
     Examples
     --------
@@ -259,11 +288,14 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training inputs; float32 is computed in float32, anything else in float64.
         y : array-like of shape (n_samples,)
+            Targets.
 
         Returns
         -------
         self : SRFFRegressor
+            The fitted estimator.
         """
         name = type(self).__name__
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
@@ -345,6 +377,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Inputs.
 
         Returns
         -------

@@ -32,10 +32,10 @@ _SEED_BOUND = 2**31 - 1
 class RelevanceStability:
     """Feature importances of one estimator refitted on ``n_resamples`` resamples.
 
-    Returned by :func:`relevance_stability`; every per-feature array has shape
-    ``(n_features,)``.
+    Returned by :func:`relevance_stability` (a frozen dataclass whose fields are the
+    parameters below); every per-feature array has shape ``(n_features,)``.
 
-    Attributes
+    Parameters
     ----------
     importances : ndarray of shape (n_resamples, n_features)
         The importances of each refit (one row per resample), as the estimator reports
@@ -64,6 +64,25 @@ class RelevanceStability:
         ``k`` when features were selected as the ``top_k`` largest importances.
     n_features_total : int
         Number of features ``p`` (used by :meth:`false_selection_bound`).
+
+    Attributes
+    ----------
+    n_resamples : int
+        Number of refits (rows of ``importances``).
+
+    See Also
+    --------
+    relevance_stability : the function that computes it.
+    rffkit.inspection.plot_relevances : draws it with its intervals.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from rffkit.datasets import make_jordan_se1
+    >>> X, y = make_jordan_se1(200, n_features=4, random_state=0)
+    >>> result = relevance_stability(LinearRegression(), X, y, n_resamples=4, top_k=1, random_state=0)
+    >>> result.n_resamples, result.stable_features(0.75).tolist()
+    (4, [0])
     """
 
     importances: np.ndarray
@@ -93,7 +112,18 @@ class RelevanceStability:
         )
 
     def stable_features(self, min_frequency=0.8):
-        """Indices of the features selected in at least ``min_frequency`` of the resamples."""
+        """Indices of the features selected in at least ``min_frequency`` of the resamples.
+
+        Parameters
+        ----------
+        min_frequency : float in (0, 1], default=0.8
+            The cut-off ``pi`` on the selection frequency.
+
+        Returns
+        -------
+        ndarray of int
+            The feature indices, in increasing order.
+        """
         if not 0 < min_frequency <= 1:
             raise ValueError(f"stable_features: min_frequency must lie in (0, 1], got {min_frequency!r}.")
         return np.flatnonzero(self.selection_frequency >= min_frequency)
@@ -107,6 +137,21 @@ class RelevanceStability:
         subsamples of half the data and that the noise features are exchangeable and
         the selector no worse than random guessing, so it is only offered for
         ``method='subsample'``, ``subsample_fraction=0.5`` and ``top_k`` selection.
+
+        Parameters
+        ----------
+        min_frequency : float in (0.5, 1]
+            The cut-off ``pi`` on the selection frequency.
+
+        Returns
+        -------
+        float
+            The bound on the expected number of noise features kept.
+
+        References
+        ----------
+        N. Meinshausen and P. Bühlmann (2010), "Stability selection", Journal of the
+        Royal Statistical Society: Series B, 72(4):417-473.
         """
         if self.top_k is None or self.method != "subsample" or self.subsample_fraction != 0.5:
             raise ValueError(
@@ -194,8 +239,10 @@ def relevance_stability(
     ----------
     estimator : estimator object
         Unfitted; must expose importances after ``fit`` (see ``importance_getter``).
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Training inputs.
     y : array-like of shape (n_samples,)
+        Targets.
     n_resamples : int, default=20
         Number of refits (at least 2).
     method : {'subsample', 'bootstrap'}, default='subsample'
@@ -228,6 +275,11 @@ def relevance_stability(
     Returns
     -------
     result : RelevanceStability
+        The importances of every refit and their summaries.
+
+    See Also
+    --------
+    RelevanceStability : the result and its plot.
 
     Notes
     -----
@@ -241,8 +293,8 @@ def relevance_stability(
 
     References
     ----------
-    N. Meinshausen and P. Bühlmann, "Stability selection", Journal of the Royal
-    Statistical Society: Series B, 72(4):417-473, 2010.
+    N. Meinshausen and P. Bühlmann (2010), "Stability selection", Journal of the Royal
+    Statistical Society: Series B, 72(4):417-473.
 
     Examples
     --------
