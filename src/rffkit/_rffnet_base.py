@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._adam import fit_alternating_adam
+from ._progress import FitProgress
 from ._refine import refine_layer
 from ._search import default_n_components, search_relevances
 from ._settings import DEFAULT_SETTINGS
@@ -152,16 +152,26 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     # -- the fit, top to bottom ---------------------------------------------------------------------
     def _fit(self, X, y):
         problem = self._prepare(X, y)
-        if problem.solver == "varpro":
-            model, history, alpha = self._solve_varpro(problem)
-        else:
-            model, history, alpha = self._solve_adam(problem)
-        model.eval()
-        if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
-            raise RuntimeError(
-                f"{type(self).__name__}: training produced non-finite parameters; lower learning_rate or raise alpha."
+        adam = problem.solver == "adam"
+        with FitProgress(type(self).__name__, self.verbose, total=self.max_iter if adam else None,
+                         unit="epoch" if adam else "iteration") as progress:
+            if adam:
+                model, history, alpha = self._solve_adam(problem, progress)
+            else:
+                model, history, alpha = self._solve_varpro(problem, progress)
+            model.eval()
+            if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
+                raise RuntimeError(
+                    f"{type(self).__name__}: training produced non-finite parameters; "
+                    "lower learning_rate or raise alpha."
+                )
+            self._set_fitted(X, problem, model, history, alpha)
+            score = "none" if self.best_validation_score_ is None else f"{self.best_validation_score_:.4f}"
+            progress.summary(
+                f"fitted in {progress.elapsed:.1f} s: solver {self.solver_}, alpha {self.alpha_:g}, "
+                f"{self.n_components_} random features, {self.n_iter_} iterations, validation score {score}"
             )
-        return self._set_fitted(X, problem, model, history, alpha)
+        return self
 
     def _prepare(self, X, y):
         """Check the parameters, standardise ``X``, encode ``y``, split, draw the layer."""
@@ -204,7 +214,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             torch_generator(torch_seed),
         )
 
-    def _solve_varpro(self, problem):
+    def _solve_varpro(self, problem, progress):
         """Relevance search, ridge head, refinement moves: ``(model, history, alpha)``."""
         p, settings = problem, self._settings
         auto_alpha = isinstance(self.alpha, str)
@@ -212,7 +222,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             p.layer, p.X_train, p.y_train, p.X_val, p.y_val,
             alpha=settings.default_alpha if auto_alpha else float(self.alpha), auto_alpha=auto_alpha,
             max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change, tol=self.tol, generator=p.generator,
-            relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(),
+            relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(progress),
         )
         layer, head = p.layer, found.head
         if self.rescale_groups or self.align_frequencies or self.prune_relevances:
@@ -221,7 +231,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 search_alpha=found.alpha, head_alpha="auto" if auto_alpha else found.alpha, generator=p.generator,
                 rescale_groups=self.rescale_groups,
                 sample_frequencies=KERNELS[self.kernel].sample_frequencies if self.align_frequencies else None,
-                prune=self.prune_relevances, settings=settings, progress=self._log if self.verbose else None,
+                prune=self.prune_relevances, settings=settings,
+                progress=lambda move: progress.stage(f"refinement: {move}"),
             )
         model = RFFNetModule(layer, p.hidden, p.n_outputs, p.generator)
         history = found.history
@@ -234,22 +245,23 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 history.best_validation_loss = final
         return model, history, head.alpha
 
-    def _solve_adam(self, problem):
+    def _solve_adam(self, problem, progress):
         """Algorithm 1 on the whole network: ``(model, history, alpha)``."""
         p = problem
         alpha = self._settings.default_alpha if isinstance(self.alpha, str) else float(self.alpha)
         model = RFFNetModule(p.layer, p.hidden, p.n_outputs, p.generator)
-        progress = None
-        if self.verbose:
-            progress = lambda epoch, train, score: self._log(  # noqa: E731
-                f"epoch {epoch}: train loss {train:.5f}, validation loss {score:.5f}"
-            )
+        progress.stage("Adam epochs")
+
+        def report(epoch, train, score):
+            progress.step(f"epoch {epoch}: train loss {train:.5f}, validation loss {score:.5f}",
+                          train=f"{train:.4g}", validation=f"{score:.4g}")
+
         history = fit_alternating_adam(
             model, self._loss_fn(), p.X_train, p.y_train, p.X_val, p.y_val,
             alpha=alpha, learning_rate=self.learning_rate, batch_size=self.batch_size, max_iter=self.max_iter,
             n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
             generator=p.generator, penalised=[model.first_linear.weight], relevances=p.layer.relevances,
-            relevance_penalty=self.relevance_penalty, settings=self._settings, progress=progress,
+            relevance_penalty=self.relevance_penalty, settings=self._settings, progress=report,
         )
         return model, history, alpha
 
@@ -308,17 +320,14 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 )
         return solver
 
-    def _log(self, message):
-        print(f"[{type(self).__name__}] {message}")
+    @staticmethod
+    def _search_progress(progress):
+        def report(search, m, s, gcv, score):
+            progress.stage(f"search {search}, {m} rows, {s} features")
+            progress.step(f"search {search}, stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
+                          f"({progress.elapsed:.1f} s)", gcv=f"{gcv:.4g}", validation=f"{score:.4g}")
 
-    def _search_progress(self):
-        if not self.verbose:
-            return None
-        start = time.perf_counter()
-        return lambda search, m, s, gcv, score: self._log(  # noqa: E731
-            f"search {search}, stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
-            f"({time.perf_counter() - start:.1f} s)"
-        )
+        return report
 
     def _standardise(self, X):
         return (X - self._x_mean) / self._x_scale

@@ -115,7 +115,11 @@ _PARAMETERS = """
         'cpu', 'cuda', 'cuda:N' or 'auto'. A fitted model predicts on the device it
         was fitted on, or on the CPU where there is no GPU.
     verbose : int, default=0
-        Print the progress of the search, the refinement moves and the epochs.
+        0: silent. 1: one progress bar naming the current search, stage,
+        refinement move or epoch, and a summary line (time, ``alpha_``,
+        ``n_components_``, validation score). 2: also a line per iteration. Lines go
+        through the ``rffkit`` logger (to standard error when no logging is
+        configured).
 """
 
 _ATTRIBUTES = """
