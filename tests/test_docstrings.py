@@ -31,7 +31,7 @@ PUBLIC_MODULES = [
     "rffkit.datasets",
     "rffkit.ridge",
     "rffkit.srff",
-    "rffkit.linear",
+    "rffkit.logistic",
     "rffkit.layers",
     "rffkit.rffnet",
 ]

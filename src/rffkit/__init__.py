@@ -8,7 +8,7 @@ from . import approximation, datasets, kernels
 from .binning import RandomBinningFeatures
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
-from .linear import RFFClassifier
+from .logistic import RFFClassifier
 from .persistence import load, save
 from .ridge import RFFRidge
 from .srff import SRFFRegressor
