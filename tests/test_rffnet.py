@@ -118,6 +118,8 @@ def test_rescale_groups_escapes_a_too_smooth_search():
     assert mse(model) < 0.8 * mse(plain)  # on fresh data too, not luck on the split
 
 
+# slow (about 11 s); test_layers_solvers checks the alignment itself in 1-3 s
+@pytest.mark.slow
 def test_align_frequencies_fits_a_ridge_function_better():
     """log((x0 + x1 + x2)^2) varies along one direction: aligned draws fit it better."""
     rng = np.random.default_rng(0)
@@ -156,6 +158,8 @@ def test_auto_alpha_falls_back_to_a_strong_search_penalty_on_se3():
     assert set(kept) <= set(support) and len(kept) >= 5
 
 
+# slow (about 18 s); test_layers_solvers checks the pruning itself in 0.1 s
+@pytest.mark.slow
 def test_prune_relevances_zeroes_what_the_search_left_on_se3():
     """SE3 at 1,350 training rows: the search leaves 990 small relevances; pruning them validates better."""
     from rffkit.datasets import make_gregorova_se3
