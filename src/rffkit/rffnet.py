@@ -20,11 +20,12 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._rffnet_base import BaseRFFNet
-from ._validation import as_tensor
+from ._guards import atomic_fit, within_limits
+from ._validation import as_tensor, check_input
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier"]
 
@@ -224,6 +225,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
     def _validation_score(self, X_val, target_val):
         return r2_score(target_val, self._forward(X_val)[:, 0])
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn the relevances and the model.
@@ -240,9 +242,10 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         self : RFFNetRegressor
             The fitted estimator; an error during the fit leaves it as it was.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = check_input(self, X, y, dtype=np.float64, y_numeric=True)
         return self._fit(X, y)
 
+    @within_limits
     def predict(self, X):
         """Predicted targets.
 
@@ -255,7 +258,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = check_input(self, X, dtype=np.float64, reset=False)
         return self._forward(X)[:, 0] * self._y_scale + self._y_mean
 
 
@@ -307,7 +310,7 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
         return target if counts.min() >= 2 and n_val >= counts.shape[0] else None
 
     def _target_tensor(self, target, device):
-        return torch.as_tensor(target, dtype=torch.long, device=device)
+        return as_tensor(target, dtype=torch.long, device=device)
 
     def _loss_fn(self):
         return nn.CrossEntropyLoss()
@@ -315,6 +318,7 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
     def _validation_score(self, X_val, target_val):
         return accuracy_score(target_val, np.argmax(self._forward(X_val), axis=1))
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn the relevances and the classifier.
@@ -329,41 +333,58 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
         -------
         self : RFFNetClassifier
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = check_input(self, X, y, dtype=np.float64)
         return self._fit(X, y)
 
+    @within_limits
     def decision_function(self, X):
-        """Logits, shape (n_samples, n_classes); for two classes the logit difference, shape (n_samples,).
+        """The model's logits.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            The logits; for two classes the difference of the second and the first.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = check_input(self, X, dtype=np.float64, reset=False)
         logits = self._forward(X)
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
+    @within_limits
     def predict_proba(self, X):
-        """Class probabilities (softmax of the logits), shape (n_samples, n_classes).
+        """Class probabilities, the softmax of the logits.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = check_input(self, X, dtype=np.float64, reset=False)
         logits = self._forward(X)
         logits -= logits.max(axis=1, keepdims=True)
         proba = np.exp(logits)
         return proba / proba.sum(axis=1, keepdims=True)
 
+    @within_limits
     def predict(self, X):
         """Predicted labels, of the type seen in ``fit``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
