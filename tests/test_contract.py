@@ -40,6 +40,9 @@ def laplacian_1d(d):
     return np.exp(-np.abs(d))
 
 
+# scikit-learn's checks fit on 10-15 rows on purpose; rffkit warns that such fits are unreliable.
+pytestmark = pytest.mark.filterwarnings("ignore::rffkit.exceptions.SmallSampleWarning")
+
 # Small configurations: scikit-learn's checks fit each of them dozens of times.
 RFFNET_FAST = dict(n_components=32, max_iter=30, random_state=0)
 SRFF_FAST = dict(n_components=20, alphas=4, max_iter=20, random_state=0)

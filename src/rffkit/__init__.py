@@ -4,8 +4,10 @@ Random features turn a kernel machine into a linear model; RFFNet learns one rel
 per input (an ARD kernel) jointly with that model.
 """
 
-from . import approximation, datasets, kernels
+from . import approximation, datasets, exceptions, kernels
 from .binning import RandomBinningFeatures
+from .config import config_context, get_config, set_config
+from .exceptions import InsufficientMemoryError, SmallSampleWarning
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
 from .logistic import RFFClassifier
@@ -33,4 +35,6 @@ __all__ = [
     "kernels",
     "__version__",
     "save", "load",
+    "config_context", "get_config", "set_config",
+    "exceptions", "InsufficientMemoryError", "SmallSampleWarning",
 ]

@@ -1,19 +1,33 @@
 """The one boundary between users' arrays and the tensor numerics.
 
-Everything that turns user input into tensors lives here: device resolution, dtype
-choice, random-state plumbing (never touching global NumPy or torch state) and
-numpy <-> torch conversion.
+Everything that turns user input into tensors lives here: input validation
+(:func:`check_input`, scikit-learn's ``validate_data`` with rffkit's minimum-data rules,
+named string columns and short messages), device resolution, dtype choice, random-state
+plumbing (never touching global NumPy or torch state) and numpy <-> torch conversion.
 """
 
 from __future__ import annotations
 
 import numbers
+import threading
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import torch
+from sklearn.base import is_classifier, is_regressor
 from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .exceptions import SmallSampleWarning
 
 __all__ = [
+    "MIN_FIT_SAMPLES",
+    "RELIABLE_SAMPLES",
+    "RELIABLE_SAMPLES_PER_CLASS",
+    "check_input",
+    "deferred_warnings",
     "SEED_BOUND",
     "draw_seeds",
     "standardisation",
@@ -29,6 +43,151 @@ __all__ = [
 
 #: Seeds drawn for local generators lie in [0, SEED_BOUND).
 SEED_BOUND = 2**31 - 1
+
+#: Regressors and classifiers refuse to fit on fewer rows (see :mod:`rffkit.exceptions`).
+MIN_FIT_SAMPLES = 2
+#: Below these, a fit warns with :class:`~rffkit.exceptions.SmallSampleWarning`.
+RELIABLE_SAMPLES = 20
+RELIABLE_SAMPLES_PER_CLASS = 10
+#: Error messages print at most this many values of an array (NumPy's threshold).
+_MESSAGE_VALUES = 10
+_ENCODERS = (
+    "encode it first, e.g. with sklearn.preprocessing.OneHotEncoder (categories) or OrdinalEncoder "
+    "(ordered levels) inside a ColumnTransformer"
+)
+
+
+_deferred = threading.local()
+
+
+@contextmanager
+def deferred_warnings():
+    """Hold back the data warnings of :func:`check_input` during a fit; yields their list.
+
+    The fit's decorator (:func:`rffkit._guards.atomic_fit`) issues them once the fit has
+    succeeded, so a fit that fails raises its error alone.
+    """
+    outer = getattr(_deferred, "pending", None)
+    _deferred.pending = []
+    try:
+        yield _deferred.pending
+    finally:
+        _deferred.pending = outer
+
+
+def _warn(message, category):
+    pending = getattr(_deferred, "pending", None)
+    if pending is None:
+        warnings.warn(message, category, stacklevel=4)
+    else:
+        pending.append((message, category))
+
+
+def _short(value, limit=40):
+    text = repr(str(value) if isinstance(value, str) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_text_value(values):
+    """The first entry of ``values`` that ``float()`` refuses, or None."""
+    for value in values:
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            if isinstance(value, (str, bytes)):
+                return value
+    return None
+
+
+def _check_text_columns(owner, X):
+    """Name the first column of ``X`` that holds strings, before NumPy's bare message can.
+
+    Only DataFrames with non-numeric columns and arrays of object, string or bytes dtype
+    are looked at, so numeric input pays one dtype check.
+    """
+    columns = getattr(X, "columns", None)
+    dtypes = getattr(X, "dtypes", None)
+    if columns is not None and dtypes is not None and getattr(X, "ndim", 2) == 2:
+        for position, (name, dtype) in enumerate(zip(columns, dtypes)):
+            if getattr(dtype, "kind", "O") in "biufc":
+                continue
+            value = _first_text_value(X.iloc[:, position])
+            if value is not None:
+                raise ValueError(
+                    f"{owner}: column {name!r} (position {position}) of X holds strings such as "
+                    f"{_short(value)} (could not convert string to float); {_ENCODERS}."
+                )
+        return
+    dtype = getattr(X, "dtype", None)
+    if dtype is None or dtype.kind not in "OUS" or getattr(X, "ndim", 0) != 2:
+        return
+    for column in range(X.shape[1]):
+        value = _first_text_value(X[:, column])
+        if value is not None:
+            raise ValueError(
+                f"{owner}: column {column} of X holds strings such as {_short(value)} (could not convert "
+                f"string to float); {_ENCODERS}."
+            )
+
+
+def _numeric_target(owner, y):
+    """A regressor's target as numbers, or an error that names ``y``."""
+    array = np.asarray(y)
+    if array.dtype.kind not in "OUS":
+        return y
+    try:
+        return array.astype(np.float64)
+    except (TypeError, ValueError):
+        value = _first_text_value(array.ravel())
+        raise ValueError(
+            f"{owner}: y must be numeric for a regressor; it holds {_short(value)}. For class labels use "
+            "a classifier (RFFClassifier, RFFNetClassifier)."
+        ) from None
+
+
+def _warn_if_small(owner, classifier, y, n_samples):
+    if classifier:
+        check_classification_targets(y)
+    if n_samples < RELIABLE_SAMPLES:
+        _warn(
+            f"{owner}: fitted on {n_samples} rows; under {RELIABLE_SAMPLES} the fitted model (its relevances, "
+            "its alpha, any validation split) rests on too few points to be reliable.",
+            SmallSampleWarning,
+        )
+    elif classifier:
+        labels, counts = np.unique(np.asarray(y), return_counts=True)
+        if counts.min() < RELIABLE_SAMPLES_PER_CLASS:
+            _warn(
+                f"{owner}: class {_short(labels[np.argmin(counts)])} has only {counts.min()} rows; under "
+                f"{RELIABLE_SAMPLES_PER_CLASS} per class the fitted classifier is unreliable.",
+                SmallSampleWarning,
+            )
+
+
+def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):
+    """scikit-learn's ``validate_data`` with rffkit's rules; returns what it returns.
+
+    On top of ``validate_data``: a column of strings is an error naming it (and the
+    encoders that fix it); a regressor's non-numeric ``y`` is an error naming ``y``;
+    arrays in error messages are cut to a few values. When fitting a regressor or
+    classifier (``reset=True`` and a ``y``) fewer than :data:`MIN_FIT_SAMPLES` rows are an
+    error and fewer than :data:`RELIABLE_SAMPLES` rows (or :data:`RELIABLE_SAMPLES_PER_CLASS`
+    in a class) a :class:`~rffkit.exceptions.SmallSampleWarning`, issued once the fit
+    succeeds (see :func:`deferred_warnings`); a classifier's ``y`` must be class labels.
+    """
+    owner = type(estimator).__name__
+    supervised = reset and not (isinstance(y, str) and y == "no_validation") and y is not None
+    _check_text_columns(owner, X)
+    if supervised:
+        check_params.setdefault("ensure_min_samples", MIN_FIT_SAMPLES)
+        if is_regressor(estimator):
+            y = _numeric_target(owner, y)
+    with np.printoptions(threshold=_MESSAGE_VALUES, edgeitems=3):
+        validated = validate_data(estimator, X, y, reset=reset, **check_params)
+    if supervised:
+        X_checked, y_checked = validated
+        _warn_if_small(owner, is_classifier(estimator), y_checked, X_checked.shape[0])
+    return validated
 
 
 def resolve_device(device, *, owner="estimator"):

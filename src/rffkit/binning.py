@@ -17,9 +17,10 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import seed_from_random_state
+from ._guards import atomic_fit, within_limits
+from ._validation import check_input, seed_from_random_state
 from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
 __all__ = ["RandomBinningFeatures", "bin_hashes"]
@@ -161,6 +162,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.length_scale = length_scale
         self.random_state = random_state
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Draw the grids and learn the cells occupied by ``X``.
@@ -177,7 +179,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self : RandomBinningFeatures
             The fitted transformer.
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = check_input(self, X, dtype=[np.float64, np.float32])
         owner = type(self).__name__
         n_features = X.shape[1]
         scale = check_length_scale(self.length_scale, n_features, owner=owner)
@@ -203,6 +205,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.n_features_out_ = int(self.bin_keys_.size)
         return self
 
+    @within_limits
     def transform(self, X):
         """Encode ``X`` by the grid cells that hold it.
 
@@ -218,7 +221,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             of ``X`` (float32 or float64).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
         keys = bin_hashes(X, self.pitches_, self.shifts_, self._multipliers)
         n_samples = X.shape[0]
         rows, cols = [], []

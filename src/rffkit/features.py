@@ -18,10 +18,11 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._spectral import orthogonal_directions, qmc_uniforms, ridge_leverage_scores_chunked
-from ._validation import seed_from_random_state
+from ._guards import atomic_fit, within_limits
+from ._validation import check_input, seed_from_random_state
 from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
 __all__ = ["RandomFourierFeatures", "check_length_scale", "draw_frequencies"]
@@ -283,6 +284,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.alpha = alpha
         self.random_state = random_state
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Draw the random frequencies and phases for inputs like ``X``.
@@ -300,7 +302,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = check_input(self, X, dtype=[np.float64, np.float32])
         owner = type(self).__name__
         scale = check_length_scale(self.length_scale, X.shape[1], owner=owner)
         if self.variant == "cos_sin" and self.n_components % 2:
@@ -326,6 +328,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.importance_weights_ = importance
         return self
 
+    @within_limits
     def transform(self, X):
         """Map ``X`` to its random Fourier features ``z(X)``.
 
@@ -340,7 +343,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             The features, in the dtype of ``X``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
         W = self.random_weights_.astype(X.dtype, copy=False)
         projection = X @ W
         if self.variant == "cos":

@@ -17,9 +17,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import resolve_device, torch_dtype_for
+from ._guards import atomic_fit, within_limits
+from ._validation import check_input, resolve_device, torch_dtype_for
 from .ridge import fitted_features
 
 __all__ = ["RFFClassifier", "fit_logistic"]
@@ -238,6 +239,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit the feature map, then the penalised logistic model by L-BFGS.
@@ -252,7 +254,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : RFFClassifier
         """
-        X, y = validate_data(
+        X, y = check_input(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], ensure_min_samples=2
         )
         check_classification_targets(y)
@@ -284,6 +286,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = n_iter
         return self
 
+    @within_limits
     def decision_function(self, X):
         """Logits ``z(X) coef_^T + intercept_``.
 
@@ -299,7 +302,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
             per class; in the dtype of ``X`` (float32 or float64).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
         Z = self.features_.transform(X)
         Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)
         scores = Z @ self.coef_.T.astype(Z.dtype, copy=False) + self.intercept_.astype(Z.dtype, copy=False)

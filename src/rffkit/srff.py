@@ -18,10 +18,12 @@ import torch
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._srff_solver import alpha_grid, fit_srff, srff_features, srff_regularisation_path
+from ._guards import atomic_fit, within_limits
 from ._validation import (
+    check_input,
     CPUPicklingMixin,
     as_tensor,
     inference_device,
@@ -281,6 +283,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             )
         return np.sort(values)[::-1]
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn ``gamma``, ``a`` and ``alpha`` from training data.
@@ -298,7 +301,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         name = type(self).__name__
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = check_input(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
         explicit = self._explicit_alphas()
         device = resolve_device(self.device, owner=name)
         n_samples, n_features = X.shape
@@ -371,6 +374,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         self.n_iter_ = int(solution.n_iter)
         return self
 
+    @within_limits
     def predict(self, X):
         """Predict with the fitted model.
 
@@ -384,7 +388,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,), in the dtype of ``X`` (float32 or float64)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = torch_dtype_for(X)
         device = inference_device(self._device)
         tensor = lambda array: as_tensor(np.asarray(array, dtype=X.dtype), dtype=dtype, device=device)  # noqa: E731

@@ -1,0 +1,163 @@
+"""What wraps every public entry point: bounded threads, a memory check, all-or-nothing fits.
+
+:func:`atomic_fit` decorates ``fit``: the estimator's ``__dict__`` is copied before the fit
+and put back on any exception, ``KeyboardInterrupt`` included, so a failed or interrupted
+fit leaves a fitted estimator exactly as it was and an unfitted one unfitted (scikit-learn's
+``validate_data`` sets ``n_features_in_`` before the fit can fail). It goes above
+``_fit_context``::
+
+    @atomic_fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y): ...
+
+The copy is shallow: a fit must build new fitted attributes, never change the old ones in
+place (every fit here does). :func:`within_limits` decorates ``predict``, ``transform`` and
+the like. The data warnings of the fit's input check (too few rows) are issued only once
+the fit has succeeded. Both run the call on the threads :mod:`rffkit.config` asks for,
+restore the thread counts afterwards, and check the memory the call needs first
+(:mod:`rffkit._memory`). Nested calls (a fit that transforms with its feature map) inherit
+the outer call's threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+import warnings
+from contextlib import contextmanager
+
+import psutil
+import torch
+
+from ._memory import check_memory
+from ._validation import deferred_warnings
+from .config import get_config
+
+__all__ = ["atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores"]
+
+#: Seconds a measurement of the machine's load stays valid, and the look it takes.
+_LOAD_TTL = 5.0
+_LOAD_WINDOW = 0.1
+
+_state = threading.local()
+_load_cache = {"time": -float("inf"), "busy": 0.0}
+_load_lock = threading.Lock()
+_blas_controller = None
+
+
+def _available_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def busy_cores(window=_LOAD_WINDOW):
+    """Cores kept busy by other processes, measured over ``window`` seconds.
+
+    Busy time of the cores this process may run on (``psutil.cpu_times(percpu=True)``,
+    idle and I/O wait count as free) less this process's own CPU time in the window.
+    """
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    process = psutil.Process()
+    before, own_before, start = psutil.cpu_times(percpu=True), process.cpu_times(), time.perf_counter()
+    time.sleep(window)
+    after, own_after, elapsed = psutil.cpu_times(percpu=True), process.cpu_times(), time.perf_counter() - start
+    cores = range(len(after)) if allowed is None else [core for core in allowed if core < len(after)]
+    busy = 0.0
+    for core in cores:
+        total = sum(after[core]) - sum(before[core])
+        free = (after[core].idle - before[core].idle) + (
+            getattr(after[core], "iowait", 0.0) - getattr(before[core], "iowait", 0.0)
+        )
+        if total > 0:
+            busy += min(max(1.0 - free / total, 0.0), 1.0)
+    own = (own_after.user + own_after.system - own_before.user - own_before.system) / max(elapsed, 1e-9)
+    return max(busy - own, 0.0)
+
+
+def auto_threads(ceiling):
+    """``n_threads='auto'``: ``ceiling`` less the cores busy with other work, at least 1."""
+    ceiling = max(1, min(int(ceiling), _available_cores()))
+    if ceiling == 1:
+        return 1
+    with _load_lock:
+        now = time.monotonic()
+        if now - _load_cache["time"] > _LOAD_TTL:
+            _load_cache["busy"] = busy_cores()
+            _load_cache["time"] = time.monotonic()
+        busy = _load_cache["busy"]
+    free = _available_cores() - int(round(busy))
+    return max(1, min(ceiling, free))
+
+
+def _blas():
+    """One threadpoolctl controller over the BLAS libraries loaded (NumPy's, SciPy's)."""
+    global _blas_controller
+    if _blas_controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas_controller = ThreadpoolController()
+    return _blas_controller
+
+
+@contextmanager
+def limited_threads():
+    """Run the block on the threads the configuration asks for, then restore them."""
+    if getattr(_state, "depth", 0):
+        yield
+        return
+    setting = get_config()["n_threads"]
+    if setting == "inherit":
+        yield
+        return
+    previous = torch.get_num_threads()
+    n_threads = auto_threads(previous) if setting == "auto" else int(setting)
+    _state.depth = 1
+    try:
+        if n_threads != previous:
+            torch.set_num_threads(n_threads)
+        with _blas().limit(limits=n_threads, user_api="blas"):
+            yield
+    finally:
+        _state.depth = 0
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)
+
+
+def atomic_fit(fit):
+    """Decorate ``fit``: bounded threads, a memory check, and on any exception the old state."""
+
+    @functools.wraps(fit)
+    def wrapper(estimator, X=None, *args, **kwargs):
+        saved = dict(vars(estimator))
+        try:
+            with limited_threads(), deferred_warnings() as pending:
+                if get_config()["check_memory"]:
+                    check_memory(estimator, X, "fit")
+                fitted = fit(estimator, X, *args, **kwargs)
+        except BaseException:
+            state = vars(estimator)
+            state.clear()
+            state.update(saved)
+            raise
+        for message, category in pending:
+            warnings.warn(message, category, stacklevel=2)
+        return fitted
+
+    return wrapper
+
+
+def within_limits(method):
+    """Decorate ``predict``/``transform``-like methods: bounded threads and a memory check."""
+
+    @functools.wraps(method)
+    def wrapper(estimator, X=None, *args, **kwargs):
+        with limited_threads():
+            if get_config()["check_memory"]:
+                check_memory(estimator, X, method.__name__)
+            return method(estimator, X, *args, **kwargs)
+
+    return wrapper
