@@ -44,6 +44,8 @@ __all__ = [
     "ridge_spectrum",
     "gcv_path",
     "loo_path",
+    "loo_sums",
+    "heldout_path",
     "path_coefficients",
 ]
 
@@ -205,6 +207,31 @@ def _u_block(spectrum, Zc_rows):
     return Zc_rows * torch.sqrt(spectrum.eigenvalues)[None, :]
 
 
+def _loo_terms(spectrum, alphas):
+    """``(alphas, shrink (r, A), coefficients in the eigenbasis (r, A*T))`` of every alpha."""
+    s = spectrum.eigenvalues
+    a = _alphas_tensor(alphas, s)
+    shrink = 1.0 / (s[:, None] + a[None, :])  # (r, A)
+    q = spectrum.projections  # (r, T)
+    coef_in_basis = (q[:, None, :] * shrink[:, :, None]).reshape(q.shape[0], -1)  # (r, A*T)
+    return a, shrink, coef_in_basis
+
+
+def _loo_block(spectrum, terms, U, yc_rows):
+    """Sum over a block of rows of the squared leave-one-out residuals, shape (A, T), float64.
+
+    ``U`` holds the block's rows of ``U`` (b, r), ``yc_rows`` its centred targets (b, T).
+    """
+    a, shrink, coef_in_basis = terms
+    T = spectrum.projections.shape[1]
+    base = 1.0 / spectrum.n_samples if spectrum.intercept else 0.0
+    hat = base + (U * U) @ shrink  # (b, A)
+    fitted = (U @ coef_in_basis).reshape(-1, a.shape[0], T)  # (b, A, T)
+    resid = yc_rows[:, None, :] - fitted
+    loo = resid / (1.0 - hat)[:, :, None]
+    return (loo * loo).sum(dim=0).to(torch.float64)
+
+
 def loo_path(spectrum, alphas, Z, y):
     """Exact leave-one-out mean squared error, shape (n_alphas, T).
 
@@ -214,16 +241,12 @@ def loo_path(spectrum, alphas, Z, y):
     """
     s = spectrum.eigenvalues
     dtype, device = s.dtype, s.device
-    a = _alphas_tensor(alphas, s)
-    shrink = 1.0 / (s[:, None] + a[None, :])  # (r, A)
-    q = spectrum.projections  # (r, T)
-    T = q.shape[1]
-    coef_in_basis = (q[:, None, :] * shrink[:, :, None]).reshape(q.shape[0], -1)  # (r, A*T)
+    terms = _loo_terms(spectrum, alphas)
+    T = spectrum.projections.shape[1]
     n = spectrum.n_samples
-    base = 1.0 / n if spectrum.intercept else 0.0
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
     yc = np.asarray(y, dtype=np_dtype) - spectrum.target_mean
-    total = torch.zeros(a.shape[0], T, dtype=torch.float64, device=device)
+    total = torch.zeros(terms[0].shape[0], T, dtype=torch.float64, device=device)
     for start in range(0, n, _BLOCK_ROWS):
         stop = min(start + _BLOCK_ROWS, n)
         if spectrum.form == "primal":
@@ -233,12 +256,78 @@ def loo_path(spectrum, alphas, Z, y):
         else:
             rows = spectrum.eigenvectors[start:stop]
         U = _u_block(spectrum, rows)  # (b, r)
-        hat = base + (U * U) @ shrink  # (b, A)
-        fitted = (U @ coef_in_basis).reshape(-1, a.shape[0], T)  # (b, A, T)
-        resid = _dense_tensor(yc[start:stop], dtype, device)[:, None, :] - fitted
-        loo = resid / (1.0 - hat)[:, :, None]
-        total += (loo * loo).sum(dim=0).to(torch.float64)
+        total += _loo_block(spectrum, terms, U, _dense_tensor(yc[start:stop], dtype, device))
     return (total / n).to(dtype)
+
+
+def loo_sums(spectrum, alphas, Z, y):
+    """Squared leave-one-out residuals of a block of rows, summed: shape (n_alphas, T), float64.
+
+    The streamed form of :func:`loo_path` for a primal spectrum (one built from
+    sufficient statistics): the hat diagonal needs each row, so exact leave-one-out is a
+    second pass over the data, adding up this function's output chunk by chunk (and over
+    ranks); dividing the total by ``spectrum.n_samples`` gives :func:`loo_path`'s score.
+    Costs O(b D r + b r A T) for ``b`` rows.
+
+    Parameters
+    ----------
+    spectrum : RidgeSpectrum
+        In the primal form, built from all the rows.
+    alphas : array-like of shape (n_alphas,)
+    Z : Tensor or ndarray of shape (b, D)
+        Uncentred features of the rows.
+    y : Tensor or ndarray of shape (b, T)
+        Their targets.
+
+    Returns
+    -------
+    Tensor of shape (n_alphas, T)
+    """
+    if spectrum.form != "primal":
+        raise ValueError("loo_sums needs a spectrum in the primal form.")
+    V = spectrum.eigenvectors
+    dtype, device = V.dtype, V.device
+    Z = Z.to(device=device, dtype=dtype) if isinstance(Z, torch.Tensor) else _dense_tensor(Z, dtype, device)
+    y = y.to(device=device, dtype=dtype) if isinstance(y, torch.Tensor) else _dense_tensor(y, dtype, device)
+    y = y.reshape(Z.shape[0], -1)
+    Zc = Z - torch.as_tensor(spectrum.feature_mean, dtype=dtype, device=device)
+    yc = y - torch.as_tensor(spectrum.target_mean, dtype=dtype, device=device)
+    return _loo_block(spectrum, _loo_terms(spectrum, alphas), Zc @ V, yc)
+
+
+def heldout_path(spectrum, alphas, gram, cross, y_norm2, n_heldout):
+    """Mean squared error on held-out rows of every alpha, from their statistics: (n_alphas, T).
+
+    With the held-out rows' features and targets centred at the *training* means,
+    ``A = sum (z - mean_z)(z - mean_z)^T``, ``b = sum (z - mean_z)(y - mean_y)`` and
+    ``c = sum (y - mean_y)^2``, the prediction error of the ridge fit ``w(alpha)`` (with
+    intercept ``mean_y - mean_z^T w``) on those rows is, in closed form,
+    ``SSE(alpha) = c - 2 w^T b + w^T A w``: one pass over the data scores every alpha.
+
+    Parameters
+    ----------
+    spectrum : RidgeSpectrum
+        Of the training rows, primal form.
+    alphas : array-like of shape (n_alphas,)
+    gram : Tensor of shape (D, D)
+        ``A`` above.
+    cross : Tensor of shape (D, T)
+        ``b`` above.
+    y_norm2 : Tensor of shape (T,)
+        ``c`` above.
+    n_heldout : int
+        Number of held-out rows (> 0).
+
+    Returns
+    -------
+    Tensor of shape (n_alphas, T), in the dtype of the spectrum
+    """
+    scores = []
+    for alpha in np.asarray(alphas, dtype=np.float64):
+        w = path_coefficients(spectrum, alpha)  # (D, T)
+        sse = y_norm2 - 2.0 * (w * cross).sum(dim=0) + (w * (gram @ w)).sum(dim=0)
+        scores.append(torch.clamp(sse, min=0.0) / n_heldout)
+    return torch.stack(scores)
 
 
 def path_coefficients(spectrum, alpha, Z=None):
