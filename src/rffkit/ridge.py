@@ -1,12 +1,16 @@
 """Kernel ridge regression on random features, with a one-eigendecomposition path.
 
 :class:`RFFRidge` fits ridge regression on any feature map of this library and chooses
-``alpha`` by generalised cross-validation or exact leave-one-out from one
-eigendecomposition (:mod:`rffkit._ridge_path` holds the numerics).
+``alpha`` by generalised cross-validation, exact leave-one-out or held-out rows from one
+eigendecomposition (:mod:`rffkit._ridge_path` holds the numerics). It fits from arrays in
+memory, or streams its rows from files or a memory map (:mod:`rffkit.io`) through the
+sufficient statistics of :mod:`rffkit._sufficient`, in one process or on every rank of a
+``torchrun`` job (:mod:`rffkit.distributed`).
 """
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -14,11 +18,24 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum
-from ._validation import resolve_device, torch_dtype_for
+from ._guards import atomic_fit, within_limits
+from ._ridge_path import gcv_path, heldout_path, loo_path, path_coefficients, ridge_spectrum
+from ._streaming import RunningMoments
+from ._sufficient import (
+    RidgeStatistics,
+    accumulate,
+    add_rows,
+    block_rows_for,
+    check_memory_budget,
+    feature_blocks,
+    streamed_loo,
+)
+from ._validation import check_input, resolve_device, seed_from_random_state, torch_dtype_for
+from .distributed import all_gather_object, broadcast_object, world
 from .features import RandomFourierFeatures
+from .io import ArraySource, TableSource
 
 __all__ = ["RFFRidge", "default_features"]
 
@@ -53,11 +70,29 @@ def default_features(X, random_state):
     (500, 1.0)
     """
     variance = float(X.var()) if not sp.issparse(X) else float(X.toarray().var())
-    spread = X.shape[1] * variance
+    return _default_features(X.shape[1], variance, random_state)
+
+
+def _default_features(n_features, variance, random_state):
+    spread = n_features * variance
     length_scale = float(np.sqrt(spread / 2.0)) if spread > 0 else 1.0
     return RandomFourierFeatures(
         n_components=DEFAULT_N_COMPONENTS, length_scale=length_scale, random_state=random_state
     )
+
+
+def _feature_map(estimator, default):
+    """A clone of ``estimator.features`` (``default()`` when None), not fitted.
+
+    ``estimator.random_state``, when not None, overrides the clone's own
+    ``random_state`` so that the estimator alone controls reproducibility.
+    """
+    if estimator.features is None:
+        return default()
+    features = clone(estimator.features)
+    if estimator.random_state is not None and "random_state" in features.get_params(deep=False):
+        features.set_params(random_state=estimator.random_state)
+    return features
 
 
 def fitted_features(estimator, X, y=None):
@@ -82,14 +117,17 @@ def fitted_features(estimator, X, y=None):
     Z : ndarray or sparse matrix of shape (n_samples, n_components)
         The features of ``X``.
     """
-    if estimator.features is None:
-        features = default_features(X, estimator.random_state)
-    else:
-        features = clone(estimator.features)
-        if estimator.random_state is not None and "random_state" in features.get_params(deep=False):
-            features.set_params(random_state=estimator.random_state)
+    features = _feature_map(estimator, lambda: default_features(X, estimator.random_state))
     Z = features.fit_transform(X, y) if y is not None else features.fit_transform(X)
     return features, Z
+
+
+def _is_stream(X):
+    return isinstance(X, (TableSource, ArraySource, np.memmap))
+
+
+def _dense(Z):
+    return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
 
 
 class RFFRidge(RegressorMixin, BaseEstimator):
@@ -99,8 +137,12 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     (intercept unpenalised), where ``z`` is any feature transformer of this library
     (dense or scipy-sparse output). The Gram matrix of the centred features is formed
     once on ``device`` and eigendecomposed once; every ``alpha`` of the grid is then
-    scored by generalised cross-validation or exact leave-one-out at small cost, and
-    the best one is solved for.
+    scored by generalised cross-validation, exact leave-one-out or held-out rows at
+    small cost, and the best one is solved for.
+
+    ``fit`` takes arrays, or streams its rows from files or a memory map (see
+    *Streamed and distributed fits* below) without ever holding the ``n x D`` feature
+    matrix; ``partial_fit`` adds one chunk of rows at a time.
 
     Parameters
     ----------
@@ -110,18 +152,33 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``).
     alphas : float or array-like of shape (n_alphas,), default=(1e-6, ..., 1e4)
         Regularisation strengths to try (11 decades by default). Must be positive.
-    alpha_selection : {'gcv', 'loo'} or None, default='gcv'
-        'gcv': generalised cross-validation; 'loo': exact leave-one-out squared error;
+    alpha_selection : {'gcv', 'loo', 'holdout'} or None, default='gcv'
+        'gcv': generalised cross-validation; 'loo': exact leave-one-out squared error
+        (a second pass over a streamed source; ``partial_fit`` uses GCV instead, as it
+        keeps no rows); 'holdout': mean squared error on the rows that
+        :func:`rffkit._streaming.validation_mask` holds out (a hash of the row index, a
+        share ``validation_fraction``), after which the model is solved on all rows;
         None: no selection, ``alphas`` must then hold exactly one value.
     alpha_per_target : bool, default=False
         With a 2-D ``y``, choose one ``alpha`` per target instead of one for all.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (by centring features and targets).
+    validation_fraction : float, default=0.1
+        Share of the rows held out with ``alpha_selection='holdout'`` (ignored otherwise).
+    memory_budget : int, str or None, default=None
+        Bytes a streamed fit or ``partial_fit`` may use for its ``D x D`` statistics,
+        their eigendecomposition and a block of features (about ``(5 + h) 8 D^2`` bytes,
+        ``h = 1`` with 'holdout'), as an integer or a string such as ``'2GB'`` or
+        ``'512MiB'``; None: half the memory available when the fit starts. A feature map
+        wider than the budget allows raises ``MemoryBudgetError`` (a ValueError) naming
+        the largest width that fits: lower ``features__n_components``. Fits on arrays
+        are not checked.
     device : str, default='cpu'
         Torch device for the Gram matrix and eigendecomposition ('cpu', 'cuda',
-        'cuda:N' or 'auto').
+        'cuda:N' or 'auto'); streamed fits accumulate their statistics there.
     random_state : int, RandomState instance or None, default=None
-        When not None, passed to the feature map's ``random_state``.
+        When not None, passed to the feature map's ``random_state``; it also seeds the
+        held-out split of 'holdout'.
 
     Attributes
     ----------
@@ -136,14 +193,18 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     alphas_ : ndarray of shape (n_alphas,)
         The grid, as floats.
     cv_values_ : ndarray of shape (n_alphas,) or (n_alphas, n_targets)
-        Mean GCV score or mean squared leave-one-out error of each alpha
-        (None when ``alpha_selection=None``).
+        Mean GCV score, mean squared leave-one-out error or held-out mean squared error
+        of each alpha (None when ``alpha_selection=None``).
     best_score_ : float or ndarray of shape (n_targets,)
         ``cv_values_`` at ``alpha_`` (None when ``alpha_selection=None``).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
-        Only when ``X`` has string column names.
+        Only when ``X`` has string column names, or is a table opened with
+        :func:`rffkit.io.open_table`.
+    n_rows_seen_ : int
+        Rows the last streamed fit or the ``partial_fit`` calls so far used (all
+        ranks together); absent after a fit on arrays.
 
     See Also
     --------
@@ -174,6 +235,29 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     in float32, anything else in float64; in float32 the eigenvalues below about
     ``1e-7 s_max`` are noise, so very small alphas are unreliable there.
 
+    **Streamed and distributed fits.** ``fit`` streams when ``X`` is a
+    :class:`rffkit.io.TableSource` (``open_table("data/*.parquet", target="y")``), a
+    :class:`rffkit.io.ArraySource` or a ``numpy.memmap`` (then ``y`` is given as an
+    array), and whenever ``alpha_selection='holdout'``. With the default features, one
+    pass computes ``var(X)`` for the length scale (:class:`~rffkit._streaming.RunningMoments`);
+    the feature map is then fitted on the first chunk (only its width matters to
+    random Fourier features with ``sampling`` other than 'leverage'), and one pass
+    accumulates ``n``, ``sum z``, ``Z^T Z``, ``Z^T y``, ``sum y`` and ``y^T y`` in float64
+    (:class:`~rffkit._sufficient.RidgeStatistics`; the products of each block of rows in
+    the block's dtype, so ``open_table(..., dtype=numpy.float32)`` halves the time) from
+    which the same path as above follows in its primal form. Memory: the statistics
+    (``8 D^2`` bytes), their eigendecomposition (``~4 x 8 D^2``) and one chunk of rows
+    with its block of features (``~64 MiB``), whatever ``n``; time: O(n D^2 + D^3).
+    'loo' makes a second pass; 'holdout' accumulates the held-out rows' statistics
+    beside the others and scores every alpha from them in closed form.
+
+    Inside a ``torchrun`` job (a process group initialised, e.g. with
+    :func:`rffkit.distributed.process_group`) a source is split over the ranks: each
+    rank reads its share, the feature map is fitted on rank 0 and broadcast, and the
+    statistics are summed with ``all_reduce``; every rank ends with the same model.
+    Only rank 0 should write files (:func:`rffkit.distributed.is_main_process`). Arrays
+    in memory are never split: each process fits on what it is given.
+
     References
     ----------
     G. H. Golub, M. Heath and G. Wahba (1979), "Generalized cross-validation as a
@@ -186,19 +270,26 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from rffkit import RFFRidge, RandomFourierFeatures
+    >>> from rffkit.io import ArraySource
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 3)); y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
     >>> model = RFFRidge(features=RandomFourierFeatures(n_components=50), random_state=0).fit(X, y)
     >>> bool(model.score(X, y) > 0.9)
+    True
+    >>> streamed = RFFRidge(features=RandomFourierFeatures(n_components=50), random_state=0)
+    >>> _ = streamed.fit(ArraySource(X, y, chunk_rows=64))  # 64 rows at a time
+    >>> bool(np.allclose(streamed.predict(X), model.predict(X)))
     True
     """
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],
         "alphas": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
-        "alpha_selection": [StrOptions({"gcv", "loo"}), None],
+        "alpha_selection": [StrOptions({"gcv", "loo", "holdout"}), None],
         "alpha_per_target": ["boolean"],
         "fit_intercept": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "memory_budget": [None, Interval(numbers.Integral, 1, None, closed="left"), str],
         "device": [str],
         "random_state": ["random_state"],
     }
@@ -211,6 +302,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         alpha_selection="gcv",
         alpha_per_target=False,
         fit_intercept=True,
+        validation_fraction=0.1,
+        memory_budget=None,
         device="cpu",
         random_state=None,
     ):
@@ -219,6 +312,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self.alpha_selection = alpha_selection
         self.alpha_per_target = alpha_per_target
         self.fit_intercept = fit_intercept
+        self.validation_fraction = validation_fraction
+        self.memory_budget = memory_budget
         self.device = device
         self.random_state = random_state
 
@@ -232,27 +327,56 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         if self.alpha_selection is None and alphas.size != 1:
             raise ValueError(
                 f"{name}: alpha_selection=None needs exactly one alpha, got {alphas.size}; "
-                "pass alphas=<float> or set alpha_selection='gcv' or 'loo'."
+                "pass alphas=<float> or set alpha_selection='gcv', 'loo' or 'holdout'."
             )
         return alphas
 
+    def _best(self, cv_values):
+        """Index of the chosen alpha for every target, from scores of shape (A, T)."""
+        if self.alpha_per_target:
+            return np.argmin(cv_values, axis=0)
+        return np.full(cv_values.shape[1], np.argmin(cv_values.sum(axis=1)))
+
+    def _set_fitted(self, features, alphas, coef, intercept, best, cv_values, one_target, np_dtype):
+        """Store the fit: ``coef`` (D, T) and ``intercept`` (T,) in ``np_dtype``, scores (A, T)."""
+        n_targets = coef.shape[1]
+        chosen = alphas[best]
+        self.features_ = features
+        self.alphas_ = alphas
+        self.coef_ = coef[:, 0] if one_target else np.ascontiguousarray(coef.T)
+        self.intercept_ = float(intercept[0]) if one_target else intercept.astype(np_dtype)
+        per_target = self.alpha_per_target and not one_target
+        self.alpha_ = chosen.copy() if per_target else float(chosen[0])
+        if cv_values is None:
+            self.cv_values_ = None
+            self.best_score_ = None
+        else:
+            self.cv_values_ = cv_values[:, 0] if one_target else cv_values
+            picked = cv_values[best, np.arange(n_targets)]
+            self.best_score_ = float(picked[0]) if one_target else picked
+
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Fit the feature map, score every alpha along the eigen-path, solve for the best.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Training inputs (sparse when the feature map accepts it).
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+        X : array-like or sparse matrix of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            Training inputs (sparse when the feature map accepts it). A source or a memory map is streamed chunk by chunk (split
+            over the ranks of an initialised process group); arrays are fitted in memory,
+            unless ``alpha_selection='holdout'``, which always streams.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
+            Targets; None when ``X`` is a source, which carries its own.
 
         Returns
         -------
         self : RFFRidge
             The fitted estimator.
         """
-        X, y = validate_data(
+        if _is_stream(X) or self.alpha_selection == "holdout":
+            return self._fit_stream(X, y)
+        X, y = check_input(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
             y_numeric=True, multi_output=True, ensure_min_samples=2,
         )
@@ -275,48 +399,241 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             else:
                 scores = loo_path(spectrum, alphas, Z, y2d)
             cv_values = scores.cpu().numpy().astype(np.float64)  # (A, T)
-            if self.alpha_per_target:
-                best = np.argmin(cv_values, axis=0)
-            else:
-                best = np.full(y2d.shape[1], np.argmin(cv_values.sum(axis=1)))
-        chosen = alphas[best]
-        coef = path_coefficients(spectrum, chosen, Z).cpu().numpy().astype(np_dtype)  # (D, T)
+            best = self._best(cv_values)
+        coef = path_coefficients(spectrum, alphas[best], Z).cpu().numpy().astype(np_dtype)  # (D, T)
         intercept = spectrum.target_mean - spectrum.feature_mean @ coef if self.fit_intercept else np.zeros(y2d.shape[1], dtype=np_dtype)
-
-        one_target = y.ndim == 1
-        self.features_ = features
-        self.alphas_ = alphas
-        self.coef_ = coef[:, 0] if one_target else np.ascontiguousarray(coef.T)
-        self.intercept_ = float(intercept[0]) if one_target else intercept.astype(np_dtype)
-        per_target = self.alpha_per_target and not one_target
-        self.alpha_ = chosen.copy() if per_target else float(chosen[0])
-        if cv_values is None:
-            self.cv_values_ = None
-            self.best_score_ = None
-        else:
-            self.cv_values_ = cv_values[:, 0] if one_target else cv_values
-            picked = cv_values[best, np.arange(y2d.shape[1])]
-            self.best_score_ = float(picked[0]) if one_target else picked
+        self._set_fitted(features, alphas, coef, intercept, best, cv_values, y.ndim == 1, np_dtype)
+        for name in ("_statistics", "_heldout_statistics", "n_rows_seen_"):
+            self.__dict__.pop(name, None)
         return self
 
+    # -- streamed fits -----------------------------------------------------------------
+
+    def _training_source(self, X, y):
+        """``(source, n_targets, one_target, validated)``; arrays are validated first."""
+        owner = type(self).__name__
+        validated = False
+        if isinstance(X, (TableSource, ArraySource)):
+            if y is not None:
+                raise ValueError(f"{owner}.fit: {type(X).__name__} carries its own target; pass y=None.")
+            source = X
+        elif isinstance(X, np.memmap):
+            if y is None:
+                raise ValueError(f"{owner}.fit: a numpy.memmap X needs y (an array or another memmap).")
+            source = ArraySource(X, y)
+        else:  # arrays with alpha_selection='holdout': validated as a fit on arrays would be
+            X, y = check_input(self, X, y, dtype=[np.float64, np.float32], y_numeric=True,
+                               multi_output=True, ensure_min_samples=2)
+            source, validated = ArraySource(X, y), True
+        if source.target is None:
+            raise ValueError(f"{owner}.fit: the source has no target; open it with "
+                             "open_table(..., target='column') or pass ArraySource(X, y).")
+        y_values = getattr(source, "y", None)
+        one_target = y_values is None or np.ndim(y_values) == 1
+        return source, 1 if one_target else int(np.shape(y_values)[1]), one_target, validated
+
+    def _numeric_target(self, y, n_targets):
+        y = np.asarray(y)
+        if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+            raise ValueError(f"{type(self).__name__}: the target must be numeric; got values of "
+                             f"dtype {y.dtype} (e.g. {y.ravel()[:1].tolist()}).")
+        return y.astype(np.float64, copy=False).reshape(y.shape[0], n_targets)
+
+    def _stream_features(self, source):
+        """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
+        rank, world_size = world()
+        variance = None
+        if self.features is None:  # var(X) of the default length scale: one pass, all ranks
+            moments = RunningMoments()
+            for chunk in source.iter_chunks(rank=rank, world_size=world_size):
+                moments.update(chunk.X)
+            merged = RunningMoments()
+            for part in all_gather_object(moments):
+                merged.merge(part)
+            grand_mean = merged.mean.mean()
+            variance = float(np.mean(merged.variance + (merged.mean - grand_mean) ** 2))
+        features = None
+        if rank == 0:
+            first = next(iter(source.iter_chunks())).X
+            features = _feature_map(
+                self, lambda: _default_features(source.n_features, variance, self.random_state))
+            features.fit(first)
+        return broadcast_object(features)
+
+    def _fit_stream(self, X, y):
+        owner = type(self).__name__
+        alphas = self._check_alphas()
+        device = resolve_device(self.device, owner=owner)
+        source, n_targets, one_target, validated = self._training_source(X, y)
+        features = self._stream_features(source)
+        np_dtype = np.dtype(source.dtype).type
+        width = _dense(features.transform(np.zeros((1, source.n_features), dtype=np_dtype))).shape[1]
+        holdout = self.alpha_selection == "holdout"
+        check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
+                            itemsize=np.dtype(np_dtype).itemsize, owner=owner,
+                            parameter="memory_budget", lower="features__n_components")
+        train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
+        heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device) if holdout else None
+        seed = broadcast_object(seed_from_random_state(self.random_state)) if holdout else 0
+        target = functools.partial(self._numeric_target, n_targets=n_targets)
+        accumulate(source, features.transform, train, heldout, target=target,
+                   validation_fraction=self.validation_fraction, seed=seed)
+        loo_pass = None
+        if self.alpha_selection == "loo":
+            loo_pass = functools.partial(streamed_loo, source, features.transform, alphas=alphas, target=target)
+        self._solve_statistics(features, alphas, train, heldout, loo_pass, one_target=one_target,
+                               np_dtype=np_dtype)
+        if not validated:  # validate_data set them for arrays
+            self.n_features_in_ = source.n_features
+            self.__dict__.pop("feature_names_in_", None)
+            if isinstance(source, TableSource):
+                self.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+        for name in ("_statistics", "_heldout_statistics", "_partial_fit_state"):
+            self.__dict__.pop(name, None)
+        return self
+
+    def _solve_statistics(self, features, alphas, train, heldout, loo_pass, *, one_target, np_dtype):
+        """Score the alphas from the statistics, solve for the best, store the fit."""
+        owner = type(self).__name__
+        if train.count < 2:
+            raise ValueError(f"{owner}: {train.count} training row(s); at least 2 are needed.")
+        spectrum = train.spectrum()
+        if self.alpha_selection is None:
+            cv_values, best = None, np.zeros(train.n_targets, dtype=int)
+        else:
+            if self.alpha_selection == "holdout":
+                if heldout.count == 0:
+                    raise ValueError(f"{owner}: validation_fraction={self.validation_fraction} held out no "
+                                     f"row of {train.count}; raise validation_fraction or use 'gcv'.")
+                gram, cross, y_norm2 = heldout.centred_at(spectrum.feature_mean, spectrum.target_mean)
+                scores = heldout_path(spectrum, alphas, gram, cross, y_norm2, heldout.count)
+                del gram
+            elif self.alpha_selection == "loo" and loo_pass is not None:
+                scores = loo_pass(spectrum)
+            else:  # 'gcv', and 'loo' in partial_fit, which keeps no rows
+                scores = gcv_path(spectrum, alphas)
+            cv_values = scores.cpu().numpy().astype(np.float64)
+            best = self._best(cv_values)
+        if heldout is not None:  # the held-out rows chose alpha; the model uses every row
+            del spectrum
+            spectrum = train.copy().merge(heldout).spectrum()
+        coef = path_coefficients(spectrum, alphas[best]).cpu().numpy()  # (D, T), float64
+        if self.fit_intercept:
+            intercept = spectrum.target_mean - spectrum.feature_mean @ coef
+        else:
+            intercept = np.zeros(coef.shape[1])
+        self._set_fitted(features, alphas, coef.astype(np_dtype), intercept.astype(np_dtype), best,
+                         cv_values, one_target, np_dtype)
+        self.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
+
+    @atomic_fit
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, X, y):
+        """Add a chunk of rows to the statistics and refit on every row seen so far.
+
+        The first call (or the first after ``fit``) draws the feature map from this
+        chunk's width (and, with ``features=None``, its variance) and starts the
+        statistics; later calls add to them. After each call the model is usable:
+        ``alpha`` is chosen over all rows so far by GCV ('loo' uses GCV here, as no rows
+        are kept), by held-out rows ('holdout', rows numbered in the order they arrive)
+        or fixed. Each call costs O(m D^2) for its ``m`` rows plus O(D^3) for the
+        eigendecomposition, so prefer few large chunks; ``fit`` on a source streams in
+        one call. The estimator follows dask-ml's ``Incremental`` contract and is local
+        to its process (statistics are not summed over ranks).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A chunk of training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Its targets; the same number of targets in every call.
+
+        Returns
+        -------
+        self : RFFRidge
+            The estimator, refitted on all rows so far.
+        """
+        owner = type(self).__name__
+        first = not hasattr(self, "_statistics")
+        X, y = check_input(self, X, y, reset=first, accept_sparse=("csr", "csc"),
+                           dtype=[np.float64, np.float32], y_numeric=True, multi_output=True)
+        n_targets = 1 if y.ndim == 1 else y.shape[1]
+        alphas = self._check_alphas()
+        holdout = self.alpha_selection == "holdout"
+        np_dtype = np.float32 if X.dtype == np.float32 else np.float64
+        if first:
+            device = resolve_device(self.device, owner=owner)
+            features = _feature_map(self, lambda: default_features(X, self.random_state)).fit(X)
+            width = _dense(features.transform(X[:1])).shape[1]
+            check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
+                                itemsize=np.dtype(np_dtype).itemsize, owner=owner,
+                                parameter="memory_budget", lower="features__n_components")
+            train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
+            heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
+            seed, one_target = seed_from_random_state(self.random_state), y.ndim == 1
+        else:
+            features, (seed, one_target) = self.features_, self._partial_fit_state
+            if n_targets != self._statistics.n_targets:
+                raise ValueError(f"{owner}.partial_fit: y has {n_targets} target(s), earlier chunks "
+                                 f"had {self._statistics.n_targets}.")
+            # updated copies: a call that fails leaves the estimator as it was
+            train, heldout = self._statistics.copy(), self._heldout_statistics.copy()
+        rows = np.arange(train.count + heldout.count, train.count + heldout.count + X.shape[0])
+        add_rows(features.transform, X, y.astype(np.float64, copy=False).reshape(X.shape[0], n_targets),
+                 rows, train, heldout if holdout else None, validation_fraction=self.validation_fraction,
+                 seed=seed)
+        self._solve_statistics(features, alphas, train, heldout if holdout else None, None,
+                               one_target=one_target, np_dtype=np_dtype)
+        self._statistics, self._heldout_statistics = train, heldout
+        self._partial_fit_state = (seed, one_target)
+        return self
+
+    # -- prediction --------------------------------------------------------------------
+
+    @within_limits
     def predict(self, X):
         """Predict ``z(X) coef_ + intercept_``.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Inputs.
+        X : array-like or sparse matrix of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            Inputs. A source or memory map is read chunk by chunk, all its rows whatever
+            the rank (memory: one chunk with its features, plus the predictions).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            In the dtype of ``X`` (float32 or float64).
+            In the dtype of ``X`` (float32 or float64), in the order of the rows.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
+        if _is_stream(X):
+            return self._predict_stream(X)
+        X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
         Z = self.features_.transform(X)
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
+
+    def _predict_stream(self, X):
+        owner = type(self).__name__
+        source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X)
+        if source.n_features != self.n_features_in_:
+            raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
+            missing = [name for name in names if name not in source.feature_names]
+            detail = f"it lacks {missing}" if missing else "they come in another order"
+            raise ValueError(f"{owner}.predict: the source's columns differ from those seen in fit "
+                             f"({detail}); open it with the training encoding "
+                             "(open_table(..., encoding=training_source.encoding)).")
+        block_rows = block_rows_for(self.coef_.shape[-1], np.dtype(source.dtype).itemsize)
+        predictions = []
+        for chunk in source.iter_chunks():
+            coef = self.coef_.astype(chunk.X.dtype, copy=False)
+            intercept = np.asarray(self.intercept_, dtype=chunk.X.dtype)
+            for _, _, Z in feature_blocks(self.features_.transform, chunk.X, block_rows):
+                predictions.append(Z @ coef.T + intercept)
+        return np.concatenate(predictions)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
