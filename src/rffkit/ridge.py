@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
 
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, heldout_path, loo_path, path_coefficients, ridge_spectrum
@@ -555,8 +555,13 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         """
         owner = type(self).__name__
         first = not hasattr(self, "_statistics")
-        X, y = check_input(self, X, y, reset=first, accept_sparse=("csr", "csc"),
-                           dtype=[np.float64, np.float32], y_numeric=True, multi_output=True)
+        if first:
+            X, y = check_input(self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+                               y_numeric=True, multi_output=True)
+        else:  # X against the first call's width and names; y on its own
+            X = check_input(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
+            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            check_consistent_length(X, y)
         n_targets = 1 if y.ndim == 1 else y.shape[1]
         alphas = self._check_alphas()
         holdout = self.alpha_selection == "holdout"
