@@ -33,6 +33,7 @@ import torch
 
 from ._ridge import fit_ridge_head
 from ._settings import DEFAULT_SETTINGS
+from ._validation import SEED_BOUND
 
 __all__ = ["relevance_groups", "target_spectrum", "refine_layer"]
 
@@ -108,7 +109,7 @@ def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
     n_features, kept = layer.frequencies.shape
     affordable = int(settings.align_flop_budget / (2.0 * X.shape[0] * n_features * kept))
     size = max(4, min(settings.align_pool, affordable)) * kept
-    rng = np.random.default_rng(int(torch.randint(2**31 - 1, (1,), generator=generator)))
+    rng = np.random.default_rng(int(torch.randint(SEED_BOUND, (1,), generator=generator)))
     dtype, device = layer.frequencies.dtype, layer.frequencies.device
     draw = torch.as_tensor(sample_frequencies(rng, n_features, size), dtype=dtype, device=device)
     if layer.variant == "cos":

@@ -23,9 +23,9 @@ from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
 
-__all__ = ["RelevanceStability", "relevance_stability"]
+from ._validation import SEED_BOUND
 
-_SEED_BOUND = 2**31 - 1
+__all__ = ["RelevanceStability", "relevance_stability"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -320,7 +320,7 @@ def relevance_stability(
     rng = check_random_state(random_state)
     # Row r holds the seeds of resample r, so the first k resamples are the same
     # whatever n_resamples >= k is (a run can be extended) and whatever n_jobs is.
-    seeds = rng.randint(_SEED_BOUND, size=(n_resamples, 2))
+    seeds = rng.randint(SEED_BOUND, size=(n_resamples, 2))
     jobs = (
         delayed(_refit)(estimator, X, y, _resample(strata, fraction, method, resample_seed), estimator_seed,
                         importance_getter)
@@ -428,7 +428,7 @@ def _with_seeds(estimator, seed):
                   if key == "random_state" or key.endswith("__random_state"))
     if keys:
         rng = np.random.RandomState(seed)
-        estimator.set_params(**{key: int(rng.randint(_SEED_BOUND)) for key in keys})
+        estimator.set_params(**{key: int(rng.randint(SEED_BOUND)) for key in keys})
     return estimator
 
 
