@@ -166,7 +166,7 @@ class RidgeStatistics:
                 self._set_shift(torch.zeros(self.n_features), torch.zeros(self.n_targets))
         shifted = Z - self.feature_shift.to(Z.dtype) if self.fit_intercept else Z
         targets = y - self.target_shift
-        self.feature_sum += shifted.sum(dim=0, dtype=torch.float64)
+        self.feature_sum += shifted.sum(dim=0).to(torch.float64)  # a cascade sum in the block's dtype
         self.gram += (shifted.T @ shifted).to(torch.float64)
         self.cross += (shifted.T @ targets.to(Z.dtype)).to(torch.float64)
         self.target_sum += targets.sum(dim=0)

@@ -1,0 +1,396 @@
+"""Issue 18's benchmark: fits streamed from Parquet shards at n = 1e5 .. 1e7, on 1 and 2 processes.
+
+Data: SE1 (Gregorová et al. 2018, p = 18) at the sizes of ``--sizes`` and SE2 (p = 100) at
+``--se2-sizes``, written to Parquet shards of 500,000 rows (row groups of 65,536) one shard
+at a time, so no array of the whole data set is ever in memory; shard ``k`` of a problem
+holds ``make_gregorova_se*(rows, random_state=1000 * seed + k)``. The test set is 20,000
+rows from another seed. Shards are stored as float32 and read with
+``open_table(..., dtype=numpy.float32)``: features and their products in float32, the
+statistics summed in float64.
+
+Each fit runs in fresh spawned processes (one, or two joined by gloo on 127.0.0.1), so that
+the reported peak RSS is that of the whole process (``resource.getrusage``'s ``ru_maxrss``:
+imports, reading, features and statistics; the maximum over the ranks and their sum for two
+processes). The fit time is the wall time of ``fit`` alone; the 1-minute load average of the
+machine (``os.getloadavg``) is recorded before and after each fit, since other jobs share it.
+Each process computes on ``rffkit.set_config(n_threads=...)`` threads: 2 for one process,
+1 each for two. The bytes of every all-reduce are counted with
+``rffkit.distributed.count_traffic``.
+
+Methods live in ``METHODS`` (name -> :class:`Method`); a method is a function that fits on
+a source and returns the model, plus what to report about it. RFFRidge (D = 2,000) is
+registered here; other estimators join with :func:`register_method` (RFFNet, once it
+streams, adds its relevant-feature count through ``relevant_found``).
+
+Writes ``benchmarks/results/scale.csv`` (one row per problem, n, method and process count;
+a run replaces the rows it measures and keeps the others) and ``scale.md`` (the table, the
+slope of log time against log n, the targets, and the planned rows that are missing and why).
+
+Usage::
+
+    python benchmarks/bench_scale.py                      # the full plan (hours on 2 cores)
+    python benchmarks/bench_scale.py --sizes 1e5 --se2-sizes --two-process-sizes   # a quick run
+    python benchmarks/bench_scale.py --sizes 1e5 1e6 --missing "SE1 1e7: ..."        # note a gap
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import resource
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from _common import code_version, write_csv_atomically
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CSV_PATH, MD_PATH, NOTES_PATH = RESULTS / "scale.csv", RESULTS / "scale.md", RESULTS / "scale.notes.json"
+SHARD_ROWS, ROW_GROUP_ROWS, N_TEST, N_COMPONENTS = 500_000, 65_536, 20_000, 2_000
+FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "fit_s", "load_before",
+          "load_after", "peak_rss_gb", "peak_rss_sum_gb", "test_mse", "alpha", "relevant_found",
+          "all_reduce_bytes", "rows_seen", "version", "date"]
+TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A synthetic problem: its generator (a name in rffkit.datasets), width and length scale."""
+
+    generator: str
+    n_features: int
+    length_scale: float
+    support: tuple
+
+
+PROBLEMS = {
+    "SE1": Problem("make_gregorova_se1", 18, 3.0, (0, 2, 6, 7, 8)),
+    "SE2": Problem("make_gregorova_se2", 100, 6.0, (10, 11, 12, 13, 14)),
+}
+
+
+@dataclass(frozen=True)
+class Method:
+    """How to fit one estimator on a streamed source, and what to report about the model.
+
+    ``fit(source, problem, seed, device)`` returns the fitted model; ``alpha(model)`` and
+    ``relevant_found(model, problem)`` (None when the estimator has no relevances) fill
+    the table's columns.
+    """
+
+    fit: object
+    alpha: object = lambda model: getattr(model, "alpha_", "")
+    relevant_found: object = None
+    devices: tuple = ("cpu", "cuda")
+    notes: list = field(default_factory=list)
+
+
+def _fit_rffridge(source, problem, seed, device):
+    from rffkit import RandomFourierFeatures, RFFRidge
+
+    features = RandomFourierFeatures(n_components=N_COMPONENTS, length_scale=problem.length_scale)
+    return RFFRidge(features=features, random_state=seed, device=device).fit(source)
+
+
+METHODS = {}
+
+
+def register_method(name, method):
+    """Add a method to the benchmark (its rows are planned for every size and process count)."""
+    METHODS[name] = method
+
+
+register_method("RFFRidge (D=2000)", Method(fit=_fit_rffridge))
+
+
+# -- data ------------------------------------------------------------------------------
+
+
+def _generate(problem, n_rows, random_state):
+    from rffkit import datasets
+
+    return getattr(datasets, problem.generator)(n_rows, random_state=random_state)
+
+
+def write_shards(name, n, folder, seed=0):
+    """Parquet shards of ``n`` rows of ``name`` under ``folder`` (reused when complete)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    problem, done = PROBLEMS[name], folder / "_complete.json"
+    if done.exists() and json.loads(done.read_text()) == {"n": n, "seed": seed}:
+        return str(folder / "*.parquet")
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.parquet"):
+        stale.unlink()
+    start = time.perf_counter()
+    for shard, first in enumerate(range(0, n, SHARD_ROWS)):
+        rows = min(SHARD_ROWS, n - first)
+        X, y = _generate(problem, rows, 1000 * seed + shard)
+        columns = {f"x{j}": X[:, j].astype(np.float32) for j in range(problem.n_features)}
+        columns["y"] = y
+        pq.write_table(pa.table(columns), folder / f"part-{shard:05d}.parquet", row_group_size=ROW_GROUP_ROWS)
+        del X, y, columns
+    done.write_text(json.dumps({"n": n, "seed": seed}))
+    print(f"  wrote {n:,} rows of {name} in {time.perf_counter() - start:.0f} s", flush=True)
+    return str(folder / "*.parquet")
+
+
+def test_set(name, seed=0):
+    X, y = _generate(PROBLEMS[name], N_TEST, 10**6 + seed)
+    return X.astype(np.float32), y
+
+
+# -- one fit in fresh processes ----------------------------------------------------------
+
+
+def _rank(rank, world_size, port, job, output):
+    """A spawned process: join the job, fit, write what it measured."""
+    import torch.distributed as dist
+
+    import rffkit
+    from rffkit.distributed import count_traffic
+    from rffkit.io import ArraySource, open_table
+
+    if world_size > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        rffkit.set_config(n_threads=job["threads"])
+        problem, method = PROBLEMS[job["problem"]], METHODS[job["method"]]
+        source = open_table(job["pattern"], target="y", dtype=np.float32)
+        load_before = os.getloadavg()[0]
+        with count_traffic() as log:
+            start = time.perf_counter()
+            model = method.fit(source, problem, job["seed"], job["device"])
+            fit_s = time.perf_counter() - start
+        load_after = os.getloadavg()[0]
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+        result = {"fit_s": fit_s, "load_before": load_before, "load_after": load_after, "peak_rss_gb": peak,
+                  "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", "")}
+        if rank == 0:
+            X_test, y_test = test_set(job["problem"], job["seed"])
+            predictions = model.predict(ArraySource(X_test))  # streamed, like the training rows
+            result["test_mse"] = float(np.mean((predictions - y_test) ** 2))
+            result["alpha"] = method.alpha(model)
+            if method.relevant_found is not None:
+                result["relevant_found"] = method.relevant_found(model, problem)
+        Path(f"{output}-{rank}.json").write_text(json.dumps(result))
+    finally:
+        if world_size > 1:
+            dist.destroy_process_group()
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_fit(job, folder, timeout):
+    """Fit in ``job['processes']`` fresh processes; the merged measurements, or None on timeout."""
+    import torch.multiprocessing as mp
+
+    output = folder / f"result-{job['method'].split()[0]}-{job['processes']}"
+    for stale in folder.glob(output.name + "-*.json"):
+        stale.unlink()
+    context = mp.start_processes(_rank, args=(job["processes"], _free_port(), job, str(output)),
+                                 nprocs=job["processes"], join=False, start_method="spawn")
+    deadline = time.monotonic() + timeout
+    while not context.join(timeout=2.0):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            return None
+    ranks = [json.loads(Path(f"{output}-{rank}.json").read_text()) for rank in range(job["processes"])]
+    merged = dict(ranks[0])
+    merged["fit_s"] = max(rank["fit_s"] for rank in ranks)
+    merged["peak_rss_gb"] = max(rank["peak_rss_gb"] for rank in ranks)
+    merged["peak_rss_sum_gb"] = sum(rank["peak_rss_gb"] for rank in ranks)
+    merged["load_before"] = max(rank["load_before"] for rank in ranks)
+    merged["load_after"] = max(rank["load_after"] for rank in ranks)
+    merged["rows_seen"] = ranks[0]["rows_seen"]
+    sizes = sorted(set(ranks[0]["all_reduce_bytes"]))
+    merged["all_reduce_bytes"] = " + ".join(f"{size:,}" for size in sizes) if sizes else ""
+    return merged
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+def _key(row):
+    return (row["problem"], int(float(row["n"])), row["method"], int(row["processes"]), row.get("device", "cpu"))
+
+
+def load_rows():
+    if not CSV_PATH.exists():
+        return []
+    with open(CSV_PATH, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _number(value, digits=3):
+    try:
+        return f"{float(value):.{digits}g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _short_version(version):
+    """'commit abc1234' and how many source files had uncommitted changes (listed in the CSV)."""
+    commit, _, changes = version.partition(" with uncommitted changes to ")
+    return commit + (f" + {len(changes.split(', '))} uncommitted files" if changes else "")
+
+
+def slope(rows):
+    """Least-squares slope of log(fit time) against log(n) and the 1e7 / 1e6 time ratio."""
+    points = sorted((int(float(r["n"])), float(r["fit_s"])) for r in rows)
+    if len(points) < 2:
+        return None, None
+    logs = np.log([n for n, _ in points]), np.log([t for _, t in points])
+    times = dict(points)
+    ratio = times[10**7] / times[10**6] if 10**7 in times and 10**6 in times else None
+    return float(np.polyfit(*logs, 1)[0]), ratio
+
+
+def planned(args):
+    plan = [("SE1", int(float(n)), 1) for n in args.plan_sizes] + [("SE2", int(float(n)), 1) for n in args.plan_se2]
+    plan += [("SE1", int(float(n)), 2) for n in args.plan_two]
+    return [(problem, n, method, processes) for problem, n, processes in plan for method in METHODS]
+
+
+def write_markdown(rows, args, notes):
+    rows = sorted(rows, key=lambda r: (r["problem"], int(float(r["n"])), r["method"], int(r["processes"])))
+    lines = [
+        "# Streamed fits at scale (SE1/SE2 from Parquet shards)", "",
+        f"Produced by `benchmarks/bench_scale.py` ({platform.machine()}, {os.cpu_count()} cores, shared with "
+        "other jobs: see the load columns). Each fit runs in fresh processes; peak RSS is the whole process "
+        "(`ru_maxrss`: imports, reading, features, statistics), for two processes the largest rank (and the sum). "
+        f"D = {N_COMPONENTS:,} Gaussian random Fourier features (length scale 3 on SE1, 6 on SE2), 11 alphas "
+        "chosen by GCV, shards read as float32 (products in float32, sums in float64), one process on 2 threads "
+        f"or two gloo processes on 1 thread each; test MSE on {N_TEST:,} fresh rows (SE1's noise floor 0.01, "
+        "but an isotropic kernel cannot reach it: RFFRidge's SE1 MSE at 50k is 0.086 in rffridge_se.md). "
+        "Bytes per all-reduce: the ranks' shifts, then the sums (1 + D + D(D+1)/2 + D + 2 float64s), "
+        "independent of n.", "",
+        "| problem | n | method | processes x threads | fit (s) | load 1-min before / after | peak RSS (GB) "
+        "| test MSE | alpha | relevant found | bytes per all-reduce | version |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rss = _number(r["peak_rss_gb"])
+        if int(r["processes"]) > 1:
+            rss += f" (sum {_number(r['peak_rss_sum_gb'])})"
+        lines.append(
+            f"| {r['problem']} | {int(float(r['n'])):,} | {r['method']}{'' if r.get('device', 'cpu') == 'cpu' else ' on ' + r['device']} "
+            f"| {r['processes']} x {r['threads_per_process']} | {float(r['fit_s']):.1f} "
+            f"| {float(r['load_before']):.1f} / {float(r['load_after']):.1f} | {rss} | {_number(r['test_mse'], 4)} "
+            f"| {_number(r['alpha'])} | {r.get('relevant_found') or '-'} | {r['all_reduce_bytes'] or '-'} "
+            f"| {_short_version(r['version'])}, {r['date']} |")
+    lines += ["", "## Linear time and the targets", ""]
+    for method in METHODS:
+        series = [r for r in rows if r["method"] == method and r["problem"] == "SE1" and int(r["processes"]) == 1
+                  and r.get("device", "cpu") == "cpu"]
+        fitted, ratio = slope(series)
+        if fitted is None:
+            lines.append(f"- {method}: fewer than two SE1 sizes measured, no slope.")
+            continue
+        sizes = ", ".join(f"{int(float(r['n'])):,}" for r in sorted(series, key=lambda r: int(float(r["n"]))))
+        lines.append(f"- {method}: slope of log(fit time) against log(n) over n = {sizes}: **{fitted:.2f}** "
+                     "(1 is linear).")
+        if ratio is not None:
+            verdict = "met" if ratio <= TARGETS["time_ratio_1e7_1e6"] else "missed"
+            lines.append(f"  time(1e7) / time(1e6) = {ratio:.1f} (target <= 11: {verdict}).")
+        at_1e7 = [r for r in series if int(float(r["n"])) == 10**7]
+        if at_1e7:
+            peak = float(at_1e7[0]["peak_rss_gb"])
+            verdict = "met" if peak <= TARGETS["peak_rss_gb_1e7"] else "missed"
+            lines.append(f"  peak RSS at 1e7: {peak:.2f} GB (target <= 2 GB: {verdict}).")
+        pair = {int(r["processes"]): r for r in rows if r["method"] == method and r["problem"] == "SE1"
+                and int(float(r["n"])) == 10**6 and r.get("device", "cpu") == "cpu"}
+        if 1 in pair and 2 in pair:
+            lines.append(f"  1 vs 2 processes at 1e6: {float(pair[1]['fit_s']):.1f} s vs "
+                         f"{float(pair[2]['fit_s']):.1f} s, test MSE {_number(pair[1]['test_mse'], 6)} vs "
+                         f"{_number(pair[2]['test_mse'], 6)}.")
+    have = {_key(r)[:4] for r in rows}
+    missing = [entry for entry in planned(args) if entry not in have]
+    lines += ["", "## Missing rows", ""]
+    if not missing:
+        lines.append("None: every planned row was measured.")
+    for problem, n, method, processes in missing:
+        reason = notes.get(f"{problem} {n:.0e} {processes}", "not run yet")
+        lines.append(f"- {problem}, n = {n:,}, {method}, {processes} process(es): {reason}")
+    if not any(r.get("device", "cpu") != "cpu" for r in rows):
+        lines.append("- CUDA rows: no GPU was lent to the runs so far; with one, `--device cuda` adds "
+                     "RFFRidge(device='cuda') rows (chunks moved to the GPU, statistics accumulated there).")
+    MD_PATH.write_text("\n".join(lines) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", default=["1e5", "1e6", "1e7"], help="SE1 sizes (1 process)")
+    parser.add_argument("--se2-sizes", nargs="*", default=["1e6"], help="SE2 sizes (1 process)")
+    parser.add_argument("--two-process-sizes", nargs="*", default=["1e6"], help="SE1 sizes also fitted on 2 processes")
+    parser.add_argument("--methods", nargs="*", default=None, help=f"default all: {list(METHODS)}")
+    parser.add_argument("--device", default="cpu", help="'cuda' adds GPU rows (skipped without a GPU)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", default=os.environ.get("RFFKIT_SCALE_DATA", "/tmp/rffkit-scale-data"))
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per fit")
+    parser.add_argument("--missing", nargs="*", default=[], metavar="'SE1 1e7 1: reason'",
+                        help="record why a planned row is missing ('problem n processes: reason')")
+    parser.add_argument("--markdown-only", action="store_true")
+    args = parser.parse_args()
+    args.plan_sizes, args.plan_se2, args.plan_two = ["1e5", "1e6", "1e7"], ["1e6"], ["1e6"]
+    notes = json.loads(NOTES_PATH.read_text()) if NOTES_PATH.exists() else {}
+    for entry in args.missing:
+        where, reason = entry.split(":", 1)
+        problem, n, processes = where.split()
+        notes[f"{problem} {float(n):.0e} {processes}"] = reason.strip()
+    if args.missing:
+        NOTES_PATH.write_text(json.dumps(notes, indent=1) + "\n")
+    rows = {_key(r): r for r in load_rows()}
+    if not args.markdown_only:
+        import torch
+
+        methods = args.methods or list(METHODS)
+        device = args.device
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            print(f"no GPU here: would run {methods} with device={device!r} on every job; running on the CPU only")
+            device = "cpu"
+        jobs = [("SE1", n, 1) for n in args.sizes] + [("SE2", n, 1) for n in args.se2_sizes]
+        jobs += [("SE1", n, 2) for n in args.two_process_sizes]
+        version, data_dir = code_version(), Path(args.data_dir)
+        for problem, n, processes in jobs:
+            n = int(float(n))
+            pattern = write_shards(problem, n, data_dir / f"{problem}-{n}-seed{args.seed}", args.seed)
+            for method in methods:
+                for where in sorted({"cpu", device}):
+                    job = dict(problem=problem, n=n, method=method, processes=processes, threads=2 // processes,
+                               seed=args.seed, pattern=pattern, device=where)
+                    print(f"{problem} n={n:,} {method} on {processes} process(es), {where} ...", flush=True)
+                    measured = run_fit(job, data_dir, args.timeout)
+                    if measured is None:
+                        print(f"  timed out after {args.timeout:.0f} s", flush=True)
+                        notes[f"{problem} {float(n):.0e} {processes}"] = f"timed out after {args.timeout:.0f} s"
+                        NOTES_PATH.write_text(json.dumps(notes, indent=1) + "\n")
+                        continue
+                    row = dict(problem=problem, n=n, method=method, processes=processes,
+                               threads_per_process=2 // processes, device=where, version=version,
+                               date=time.strftime("%Y-%m-%d"), **measured)
+                    rows[_key(row)] = {key: row.get(key, "") for key in FIELDS}
+                    print(f"  fit {row['fit_s']:.1f} s, peak RSS {row['peak_rss_gb']:.2f} GB, "
+                          f"test MSE {row['test_mse']:.4f}, load {row['load_before']:.1f}/{row['load_after']:.1f}",
+                          flush=True)
+                    write_csv_atomically(CSV_PATH, FIELDS, list(rows.values()))
+                    write_markdown(list(rows.values()), args, notes)
+    write_markdown(list(rows.values()), args, notes)
+    print(f"wrote {MD_PATH}")
+
+
+if __name__ == "__main__":
+    main()
