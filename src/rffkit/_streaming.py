@@ -64,6 +64,7 @@ def row_hash(rows, seed, salt=0):
     Returns
     -------
     keys : ndarray of uint64, shape (m,)
+        One key per row, in the order of ``rows``.
 
     Examples
     --------
@@ -179,7 +180,18 @@ class RunningMoments:
         self.m2 = None
 
     def update(self, X):
-        """Add a chunk of rows ``X`` of shape (m, p) (or (m,)); returns ``self``."""
+        """Add a chunk of rows.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor of shape (m, p) or (m,)
+            The rows; every chunk has the shape of the first after its first axis.
+
+        Returns
+        -------
+        self : RunningMoments
+            Updated in place.
+        """
         X = _as_float64(X)
         if X.shape[0] == 0:
             return self
@@ -198,7 +210,18 @@ class RunningMoments:
         return self
 
     def merge(self, other):
-        """Fold in the moments of ``other`` (rows disjoint from ours); returns ``self``."""
+        """Fold in the moments of another part of the rows.
+
+        Parameters
+        ----------
+        other : RunningMoments
+            Moments of rows disjoint from ours (another rank's share, say); not changed.
+
+        Returns
+        -------
+        self : RunningMoments
+            The moments of both parts together.
+        """
         if not isinstance(other, RunningMoments):
             raise TypeError(
                 f"can only merge another RunningMoments, not {type(other).__name__}.")
@@ -259,6 +282,7 @@ class BottomKSample:
     k : int
         Sample size; fewer rows are returned when fewer were seen.
     seed : int, default=0
+        Fixes the keys; the same seed gives the same sample of the same rows.
 
     Attributes
     ----------
@@ -290,7 +314,22 @@ class BottomKSample:
         self._rows = None
 
     def update(self, X, y, rows):
-        """Offer the rows of one chunk (``y`` may be None); returns ``self``."""
+        """Offer the rows of one chunk.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, ...)
+            The rows.
+        y : array-like of shape (m,) or None
+            Their target; None in every chunk or in none.
+        rows : array-like of int, shape (m,)
+            Their global row indices, disjoint from those offered before.
+
+        Returns
+        -------
+        self : BottomKSample
+            Updated in place.
+        """
         X = np.asarray(X)
         rows = _as_rows(rows)
         if X.shape[0] != rows.shape[0] or (y is not None and len(y) != rows.shape[0]):
@@ -308,7 +347,19 @@ class BottomKSample:
         return self
 
     def merge(self, other):
-        """Fold in a sample of disjoint rows with the same ``k`` and ``seed``; returns ``self``."""
+        """Fold in the sample of another part of the rows.
+
+        Parameters
+        ----------
+        other : BottomKSample
+            A sample of rows disjoint from ours, with the same ``k`` and ``seed``; not
+            changed.
+
+        Returns
+        -------
+        self : BottomKSample
+            The sample of both parts together.
+        """
         if not isinstance(other, BottomKSample):
             raise TypeError(
                 f"can only merge another BottomKSample, not {type(other).__name__}.")
@@ -348,7 +399,17 @@ class BottomKSample:
                              "hold disjoint rows.")
 
     def result(self):
-        """Return ``(X, y, rows)`` of the sample sorted by row (``y`` None if never given)."""
+        """The sample, sorted by row.
+
+        Returns
+        -------
+        X : ndarray of shape (min(k, n_seen), ...)
+            The sampled rows.
+        y : ndarray of shape (min(k, n_seen),) or None
+            Their target; None when no chunk came with one.
+        rows : ndarray of int, shape (min(k, n_seen),)
+            Their global row indices, increasing.
+        """
         if self._keys is None:
             raise ValueError("BottomKSample has seen no rows yet; call update() first.")
         order = np.argsort(self._rows, kind="stable")
@@ -381,10 +442,13 @@ def rechunk(pieces, chunk_rows):
     pieces : iterable of tuple (X, y, rows)
         Arrays with a common first dimension; ``y`` may be None throughout.
     chunk_rows : int
+        Rows per chunk, positive.
 
     Yields
     ------
     X, y, rows : tuple of ndarray
+        A chunk: slices (or concatenations) of the pieces' arrays; ``y`` None when the
+        pieces have none.
 
     Examples
     --------

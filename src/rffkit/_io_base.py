@@ -1,0 +1,156 @@
+"""What the sources of :mod:`rffkit.io` share: :class:`Chunk`, the errors and the checks.
+
+The checks of arguments and values raise the error classes; the message helpers shorten
+what the messages quote. Users import :class:`Chunk` and the error classes from
+:mod:`rffkit.io`, which re-exports them; they also carry that module's name
+(:func:`public_in_io`), so their repr, tracebacks, pickles and model files read
+``rffkit.io.MissingValueError`` as they did before the classes moved here.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow.compute as pc
+
+__all__ = [
+    "Chunk",
+    "DataSourceError",
+    "ColumnNotFoundError",
+    "SchemaMismatchError",
+    "MissingValueError",
+    "UnknownCategoryError",
+]
+
+#: Default rows per chunk of every source.
+DEFAULT_CHUNK_ROWS = 65_536
+
+
+def public_in_io(cls):
+    """Give ``cls`` the module name ``rffkit.io``, where users import it; return ``cls``.
+
+    Its repr, pickles, model files (:mod:`rffkit.persistence` records a class by module
+    and name) and doctests then refer to ``rffkit.io``, whichever private module defines it.
+    """
+    cls.__module__ = "rffkit.io"
+    return cls
+
+
+@public_in_io
+class Chunk(NamedTuple):
+    """Rows read together: ``X`` (m, p), ``y`` (m,) or None, ``rows`` (m,) int64 indices.
+
+    Parameters
+    ----------
+    X : ndarray of shape (m, p)
+        The feature block, float64 or float32.
+    y : ndarray of shape (m,) or None
+        The target of these rows; None for a source without a target.
+    rows : ndarray of shape (m,), dtype int64
+        The global index of each row in the source, whatever the chunking and rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit.io import ArraySource
+    >>> X, y, rows = next(ArraySource(np.ones((3, 2)), [1.0, 2.0, 3.0]).iter_chunks())
+    >>> X.shape, y.tolist(), rows.tolist()
+    ((3, 2), [1.0, 2.0, 3.0], [0, 1, 2])
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    rows: np.ndarray
+
+
+@public_in_io
+class DataSourceError(ValueError):
+    """The data behind a source cannot be used as it is; the message says what to change."""
+
+
+@public_in_io
+class ColumnNotFoundError(DataSourceError):
+    """A requested target or feature column is not in the data."""
+
+
+@public_in_io
+class SchemaMismatchError(DataSourceError):
+    """Two files of one table disagree on a column."""
+
+
+@public_in_io
+class MissingValueError(DataSourceError):
+    """A feature or target holds a null or NaN (the estimators reject NaN)."""
+
+
+@public_in_io
+class UnknownCategoryError(DataSourceError):
+    """A category absent when the encoding was fitted, under ``handle_unknown='error'``."""
+
+
+def short(value, limit=60):
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def listing(names, limit=20):
+    """The reprs of ``names`` joined by commas, the first ``limit`` of them and a count."""
+    names = list(names)
+    shown = ", ".join(repr(name) for name in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def at_row(position, rows):
+    """The global index of the row at ``position`` of a chunk (``rows`` None: the position)."""
+    return int(position if rows is None else rows[position])
+
+
+def check_finite(values, column, rows):
+    """Raise naming ``column`` and the global row of the first NaN or infinity in ``values``."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        if np.isnan(values[position]):
+            raise MissingValueError(
+                f"column {column!r} holds NaN at row {at_row(position, rows)}; "
+                "drop or impute missing values before fitting.")
+        raise DataSourceError(f"column {column!r} holds {values[position]} at row "
+                              f"{at_row(position, rows)}; the estimators need finite values.")
+
+
+def check_no_nulls(array, column, rows):
+    """Raise naming ``column`` and the global row of the first null of an Arrow array."""
+    if array.null_count:
+        position = int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
+        raise MissingValueError(
+            f"column {column!r} holds a missing value (null) at row {at_row(position, rows)}; "
+            "drop or impute missing values before fitting.")
+
+
+def check_chunk_rows(chunk_rows):
+    """``chunk_rows`` as an int, or a ValueError if it is not a positive integer."""
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral) \
+            or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer; got {chunk_rows!r}.")
+    return int(chunk_rows)
+
+
+def check_dtype(dtype):
+    """``dtype`` as a numpy dtype, float64 or float32, or a ValueError."""
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float64, np.float32):
+        raise ValueError(f"dtype must be float64 or float32; got {dtype}.")
+    return dtype
+
+
+def check_rank(rank, world_size):
+    """``(rank, world_size)`` as ints, or a ValueError unless ``0 <= rank < world_size``."""
+    if not isinstance(world_size, numbers.Integral) or world_size < 1:
+        raise ValueError(f"world_size must be a positive integer; got {world_size!r}.")
+    if not isinstance(rank, numbers.Integral) or not 0 <= rank < world_size:
+        raise ValueError(
+            f"rank must be an integer in [0, world_size={world_size}); got {rank!r}.")
+    return int(rank), int(world_size)

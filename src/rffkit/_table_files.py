@@ -1,0 +1,243 @@
+"""The files under a :class:`rffkit.io.TableSource`: found, checked, and read batch by batch.
+
+:func:`expand_paths` turns paths, globs and directories into a sorted list of files,
+:func:`file_format` names their format and :func:`inspect_file` reads one file's schema (and
+Parquet row groups). A :class:`TableLayout` holds what was found; it merges the kinds of
+each column over the files, counts rows and yields each rank's record batches with their
+global row indices. Arrow's read errors become :class:`~rffkit.io.DataSourceError`
+naming the file (and, for CSV, the column).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.dataset as ds
+import pyarrow.fs as pa_fs
+
+from ._encoding import column_kind, merge_kinds
+from ._io_base import ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing
+
+__all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file"]
+
+_EXTENSIONS = {
+    ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
+    ".tsv": "tsv", ".tsv.gz": "tsv",
+}
+_FILESYSTEM = pa_fs.LocalFileSystem()
+
+
+def expand_paths(paths):
+    """Sorted absolute paths of every file named by a path, glob, directory, or list of them."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not items:
+        raise ValueError("open_table: paths is empty; give a file, a directory, a glob pattern "
+                         "or a list of them.")
+    files = set()
+    for item in map(os.fspath, items):
+        if os.path.isdir(item):
+            found = _walk(item)
+            if not found:
+                raise FileNotFoundError(f"directory {item!r} holds no data files (names starting "
+                                        "with '.' or '_' are skipped).")
+        elif os.path.isfile(item):
+            found = [item]
+        elif any(character in item for character in "*?["):
+            found = [name for name in glob.glob(item, recursive=True) if os.path.isfile(name)]
+            if not found:
+                raise FileNotFoundError(f"no file matches the pattern {item!r}.")
+        else:
+            raise FileNotFoundError(f"no such file or directory: {item!r}.")
+        files.update(os.path.abspath(name) for name in found)
+    return sorted(files)
+
+
+def _walk(folder):
+    """Every file below ``folder``, skipping names (files or folders) starting with '.' or '_'."""
+    found = []
+    for parent, subfolders, names in os.walk(folder):
+        subfolders[:] = [name for name in subfolders if not name.startswith((".", "_"))]
+        found += [os.path.join(parent, name) for name in names if not name.startswith((".", "_"))]
+    return found
+
+
+def file_format(files, format):
+    """``format`` checked, or the one format all ``files`` have by their extensions."""
+    if format is not None:
+        if format not in ("parquet", "csv", "tsv"):
+            raise ValueError(
+                f"open_table: format must be 'parquet', 'csv' or 'tsv'; got {format!r}.")
+        return format
+    formats = {}
+    for path in files:
+        name = os.path.basename(path).lower()
+        found = [kind for extension, kind in _EXTENSIONS.items() if name.endswith(extension)]
+        if not found:
+            raise DataSourceError(
+                f"{path!r} is not a CSV or Parquet file (known extensions: "
+                f"{', '.join(_EXTENSIONS)}); remove it, or pass format= if it is one.")
+        formats.setdefault(found[0], path)
+    if len(formats) > 1:
+        raise DataSourceError(f"the files mix formats ({listing(formats.values())}); "
+                              "open each format separately.")
+    return next(iter(formats))
+
+
+def _parse_options(file_format):
+    return pa_csv.ParseOptions(delimiter="\t" if file_format == "tsv" else ",")
+
+
+def _csv_format(file_format, column_types=None):
+    convert = pa_csv.ConvertOptions(column_types=column_types or {}, strings_can_be_null=True)
+    return ds.CsvFileFormat(parse_options=_parse_options(file_format), convert_options=convert)
+
+
+def _fragment(path, file_format, column_types=None, row_groups=None):
+    if file_format == "parquet":
+        return ds.ParquetFileFormat().make_fragment(
+            path, filesystem=_FILESYSTEM, row_groups=row_groups)
+    return _csv_format(file_format, column_types).make_fragment(path, filesystem=_FILESYSTEM)
+
+
+def _read_error(path, exc, names=None):
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    column = re.search(r"CSV column #(\d+)", message)
+    if column and names and int(column.group(1)) < len(names):
+        message += f" (column #{column.group(1)} is {names[int(column.group(1))]!r})"
+    return DataSourceError(f"cannot read {path!r}: {message}")
+
+
+def inspect_file(path, file_format):
+    """Schema and Parquet row-group sizes of one file, with readable errors."""
+    if os.path.getsize(path) == 0:
+        raise DataSourceError(f"{path!r} is empty (0 bytes); remove it or write data into it.")
+    try:
+        fragment = _fragment(path, file_format)
+        schema = fragment.physical_schema
+        if file_format != "parquet":
+            return schema, None
+        metadata = fragment.metadata
+        return schema, tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
+    except (pa.ArrowException, OSError) as exc:
+        raise _read_error(path, exc) from None
+
+
+def _batches(fragment, columns, batch_rows, path, names=None):
+    """Record batches of a fragment; Arrow read errors become :class:`DataSourceError`."""
+    try:
+        yield from fragment.to_batches(columns=columns, batch_size=batch_rows,
+                                       batch_readahead=1, fragment_readahead=1)
+    except (pa.ArrowException, OSError) as exc:
+        raise _read_error(path, exc, names) from None
+
+
+def _segment_rows(position, count, starts, lengths):
+    """Global rows of stream positions ``position .. position+count`` over row segments."""
+    ends = np.cumsum(lengths)
+    positions = np.arange(position, position + count, dtype=np.int64)
+    segment = np.searchsorted(ends, positions, side="right")
+    return positions - (ends[segment] - lengths[segment]) + starts[segment]
+
+
+@dataclass
+class TableLayout:
+    """The files of a table, their schemas, and (Parquet) their row-group sizes."""
+
+    files: list
+    format: str
+    schemas: list
+    row_groups: list
+    n_rows: int | None = None
+
+    def kinds(self, columns):
+        """Kind of each column over all files; errors name the file and column that disagree."""
+        kinds = {}
+        for column in columns:
+            if column not in self.schemas[0].names:
+                raise ColumnNotFoundError(
+                    f"column {column!r} is not in {self.files[0]!r}; its columns are "
+                    f"{listing(self.schemas[0].names)}.")
+            witness = self.files[0], self.schemas[0].field(column).type
+            merged = column_kind(witness[1])
+            for path, schema in zip(self.files[1:], self.schemas[1:]):
+                if column not in schema.names:
+                    raise SchemaMismatchError(
+                        f"column {column!r} is in {self.files[0]!r} but not in {path!r}; "
+                        "the shards of one table need the same columns.")
+                type_ = schema.field(column).type
+                kind = merge_kinds(merged, column_kind(type_))
+                if kind is None:
+                    raise SchemaMismatchError(
+                        f"shards disagree on column {column!r}: {witness[1]} in {witness[0]!r} "
+                        f"but {type_} in {path!r}.")
+                if kind != merged:
+                    merged, witness = kind, (path, type_)
+            kinds[column] = merged
+        return kinds
+
+    def count_rows(self, column_types):
+        """Rows in all files (CSV: one parsing pass, read with ``column_types``), cached."""
+        if self.n_rows is None:
+            total = 0
+            for path in self.files:
+                try:
+                    total += _fragment(path, self.format, column_types).count_rows()
+                except (pa.ArrowException, OSError) as exc:
+                    raise _read_error(path, exc) from None
+            self.n_rows = total
+        return self.n_rows
+
+    def has_rows(self, column):
+        """CSV: whether any file holds a row, parsing ``column`` of at most one block a file."""
+        options = pa_csv.ConvertOptions(include_columns=[column],
+                                        column_types={column: pa.string()})
+        for path in self.files:
+            try:
+                with pa_csv.open_csv(path, parse_options=_parse_options(self.format),
+                                     convert_options=options) as reader:
+                    if any(batch.num_rows for batch in reader):
+                        return True
+            except (pa.ArrowException, OSError) as exc:
+                raise _read_error(path, exc) from None
+        return False
+
+    def batches(self, columns, batch_rows, rank, world_size, column_types):
+        """Yield ``(record batch of columns, global rows)`` for this rank's share.
+
+        Parquet: row groups, numbered over all files, go round-robin to the ranks. CSV
+        (read with ``column_types``): each rank parses every file and keeps the rows
+        ``i % world_size == rank``. A full pass of a CSV table caches its row count.
+        """
+        offset, group_number = 0, 0
+        for path, schema, row_groups in zip(self.files, self.schemas, self.row_groups):
+            if self.format == "parquet":
+                mine = [g for g in range(len(row_groups))
+                        if (group_number + g) % world_size == rank]
+                starts = offset + np.cumsum((0,) + row_groups[:-1], dtype=np.int64)
+                group_number, offset = group_number + len(row_groups), offset + sum(row_groups)
+                if not mine:
+                    continue
+                segments = (starts[mine], np.asarray(row_groups, dtype=np.int64)[mine])
+                position = 0
+                fragment = _fragment(path, "parquet", row_groups=mine)
+                for batch in _batches(fragment, columns, batch_rows, path):
+                    yield batch, _segment_rows(position, batch.num_rows, *segments)
+                    position += batch.num_rows
+            else:
+                fragment = _fragment(path, self.format, column_types)
+                for batch in _batches(fragment, columns, batch_rows, path, schema.names):
+                    rows = np.arange(offset, offset + batch.num_rows, dtype=np.int64)
+                    offset += batch.num_rows
+                    if world_size > 1:
+                        keep = rows % world_size == rank
+                        batch, rows = batch.filter(pa.array(keep)), rows[keep]
+                    if rows.size:
+                        yield batch, rows
+        if self.n_rows is None:
+            self.n_rows = offset
