@@ -1,20 +1,58 @@
-import numpy as np
+"""rffkit demo, --version and --help."""
 
+import re
+import sys
+
+import numpy as np
+import pyarrow.csv as pa_csv
+import pytest
+
+import rffkit
 from rffkit.cli import demo, main
 
 
-def test_demo_learns_and_writes_the_chart(tmp_path, capsys):
-    output = tmp_path / "relevances.png"
-    model, mse, baseline = demo(n_samples=1500, random_state=0, output=str(output))
-    assert output.stat().st_size > 1000
-    assert mse < baseline
-    assert "ranked by relevance" in capsys.readouterr().out
+def test_demo_learns_names_features_one_way_and_runs_the_command_line(tmp_path, capsys):
+    chart = tmp_path / "relevances.png"
+    model, mse, baseline = demo(n_samples=1500, random_state=0, plot=str(chart), directory=str(tmp_path / "cli"))
+    out = capsys.readouterr().out
+    assert mse < baseline and chart.stat().st_size > 1000
     assert set(np.argsort(-model.feature_importances_)[:3]) <= {0, 2, 6, 7, 8}
+    # one-based names everywhere: x1..x18, the relevant ones x1, x3, x7, x8, x9
+    assert "18 features x1..x18, of which x1, x3, x7, x8, x9 are relevant" in out
+    assert "zero-based" not in out and "[0, 2, 6, 7, 8]" not in out and not re.search(r"\bx0\b", out)
+    ranked = re.findall(r"^\s+\d+\. (x\d+)\s+[\d.]+(  <- relevant)?$", out, re.M)
+    assert len(ranked) == 18 and {name for name, mark in ranked if mark} == {"x1", "x3", "x7", "x8", "x9"}
+    # the command line on the diabetes file, with the commands as a user types them
+    for command in ("$ rffkit fit diabetes.csv --target progression --output diabetes.rffkit",
+                    "$ rffkit relevances diabetes.rffkit --top 5",
+                    "$ rffkit predict diabetes.rffkit diabetes.csv --output predictions.csv"):
+        assert command in out
+    assert "held-out score on" in out and "wrote 442 predictions to predictions.csv" in out
+    assert pa_csv.read_csv(tmp_path / "cli" / "predictions.csv").num_rows == 442
+    assert rffkit.load(tmp_path / "cli" / "diabetes.rffkit")["meta"]["target"] == "progression"
 
 
-def test_main_parses_demo(tmp_path, capsys):
-    output = tmp_path / "r.png"
-    main(["demo", "--n-samples", "600", "--random-state", "1", "--output", str(output)])
-    printed = capsys.readouterr().out
-    assert "RFFNetRegressor on SE1: 600 training points, 18 features" in printed
-    assert f"saved to {output}" in printed and output.stat().st_size > 1000
+def test_demo_without_matplotlib_says_so_before_fitting(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--n-samples", "300", "--random-state", "1"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first == 'matplotlib is not installed, so no bar chart (rffnet_relevances.png): pip install "rffkit[plot]"'
+    assert "RFFNetRegressor on SE1: 300 training points" in out and "bar chart" not in out.split("\n", 1)[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the demo's files went to a temporary folder
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"rffkit {rffkit.__version__}\n"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert all(command in text for command in ("fit", "predict", "relevances", "info", "demo"))
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "torchrun --standalone --nproc_per_node=2 -m rffkit fit" in text
+    assert "at most 20 distinct whole numbers" in text and "--set PARAM=VALUE" in text

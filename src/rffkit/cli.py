@@ -1,62 +1,595 @@
-"""Command line: ``python -m rffkit demo`` (also the ``rffkit`` console script)."""
+"""The ``rffkit`` command line (also ``python -m rffkit``): fit, predict, relevances, info, demo.
+
+``rffkit fit DATA... --target COL`` reads CSV or Parquet files with :func:`rffkit.io.open_table`,
+one-hot encodes their text columns, holds out a share of the rows, fits an estimator, reports
+its held-out score and the relevance of each original column, and saves a model file with
+:func:`rffkit.save`. The file holds a dict, so ``rffkit.load(path)`` in Python gives::
+
+    {"format": "rffkit-command-line", "version": 1,
+     "estimator": <the fitted estimator, or Pipeline(StandardScaler, estimator)>,
+     "encoding": <rffkit.io.ColumnEncoding.to_dict() of the training columns>,
+     "meta": {"target": ..., "task": ..., "classes": ..., "score": ..., ...}}
+
+and ``rffkit predict`` applies the same encoding to raw files. Errors a user can act on print
+one line, ``rffkit: error: ...``, and exit with status 2; no output file is left half-written.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import os
+import shlex
+import sys
 import time
+import warnings
 
 import numpy as np
 
+from . import __version__
+from ._cli_support import (
+    MAX_AUTO_CLASSES, MODEL_FORMAT, MODEL_VERSION, CommandLineError, HeldOutScore, RowSplit,
+    choose_task, column_relevances, configure, describe_score, estimators, load_model,
+    parse_settings, predictions, process_group, replaced_atomically, summarise_target, takes_sources,
+)
+from ._streaming import validation_mask
+from .io import ColumnEncoding, ColumnNotFoundError, open_table
+from .persistence import read_metadata, save
 
-def demo(n_samples=10_000, random_state=0, output="rffnet_relevances.png"):
-    """Fit RFFNetRegressor at its defaults on Gregorová SE1 and show what it learned."""
+__all__ = ["main", "build_parser", "demo", "write_diabetes_csv", "CommandLineError"]
+
+PREDICTION_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+# -- commands --------------------------------------------------------------------------------
+class _Report:
+    """Lines for people (printed as they come, by rank 0 only) and a dict for ``--json``."""
+
+    def __init__(self, as_json, quiet=False):
+        self.as_json, self.quiet, self.data = as_json, quiet, {}
+
+    def line(self, text=""):
+        if not (self.as_json or self.quiet):
+            print(text, flush=True)
+
+    def finish(self):
+        if self.as_json and not self.quiet:
+            import json
+
+            print(json.dumps(self.data, indent=2))
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def _size(n_bytes):
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1000 or unit == "GB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1000
+
+
+def _describe(estimator):
+    if hasattr(estimator, "steps"):
+        return ", then ".join(_one_line(repr(step)) for _, step in estimator.steps)
+    return _one_line(repr(estimator))
+
+
+def _relevance_lines(relevances, top):
+    width = max(len(name) for name in relevances)
+    return [f"  {rank:3d}. {name:<{width}}  {share:.3f}"
+            for rank, (name, share) in enumerate(list(relevances.items())[:top], start=1)]
+
+
+def _read_into_memory(source, estimator, report):
+    """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
+    import psutil
+
+    need = source.n_rows * source.n_features * source.dtype.itemsize
+    available = psutil.virtual_memory().available
+    if 2 * need > available:
+        raise CommandLineError(
+            f"{type(estimator).__name__} fits from memory and the table needs about {_size(need)} "
+            f"there ({source.n_rows} rows x {source.n_features} columns), twice that while it is "
+            f"read; {_size(available)} is available. Fit a sample of the rows.")
+    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({_size(need)}); "
+                f"{type(estimator).__name__} fits from arrays, not from streamed files")
+    chunks = list(source.iter_chunks())
+    return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
+
+
+def _fit_model(args, source, estimator, scale, world, report):
+    """Fit on the training rows; return the fitted model, its held-out score and row counts."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rank, world_size = world
+    first = next(source.iter_chunks(chunk_rows=32))
+    streamed = takes_sources(estimator, (first.X, first.y))
+    name = type(estimator).__name__
+    if world_size > 1 and not streamed:
+        raise CommandLineError(f"{name} fits in one process only (it does not fit from a data "
+                               "source); run rffkit fit without torchrun.")
+    steps = [("standardscaler", StandardScaler())] if scale else []
+    score = HeldOutScore(report.data["task"])
+    split = (args.test_size, args.random_state)
+    if streamed:
+        train, test = RowSplit(source, *split), RowSplit(source, *split, held_out=True)
+        report.line(f"streamed: {name} reads the training rows from the files chunk by chunk"
+                    + (f" on {world_size} processes" if world_size > 1 else ""))
+        start = time.perf_counter()
+        if scale:  # every rank reads all training rows, so all get the same scaler
+            for chunk in train.iter_chunks():
+                steps[0][1].partial_fit(chunk.X)
+            train = RowSplit(source, *split, transform=steps[0][1].transform)
+        estimator.fit(train)
+        seconds = time.perf_counter() - start
+        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
+        if rank == 0:  # rank 0 scores the held-out rows; the other ranks are done
+            for chunk in test.iter_chunks():
+                score.add(model, chunk.X, chunk.y)
+        n_test = test.n_rows
+        n_train = source.n_rows - n_test
+    else:
+        X, y, rows = _read_into_memory(source, estimator, report)
+        held_out = validation_mask(rows, args.test_size, args.random_state)
+        n_train, n_test = int((~held_out).sum()), int(held_out.sum())
+        if n_train < 2:
+            raise CommandLineError(f"only {n_train} training row(s) remain after holding out "
+                                   f"{n_test}; lower --test-size or give more rows.")
+        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
+        start = time.perf_counter()
+        model.fit(X[~held_out], y[~held_out])
+        seconds = time.perf_counter() - start
+        if n_test:
+            score.add(model, X[held_out], y[held_out])
+    return model, score.result(), seconds, n_train, n_test, streamed
+
+
+def _check_output_folder(path, option="--output"):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
+
+
+def fit_command(args):
+    """``rffkit fit``: see ``rffkit fit --help``."""
+    _check_output_folder(args.output)
+    settings = parse_settings(args.set)
+    if not 0 <= args.test_size < 1:
+        raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
+    with process_group(settings.get("device", "cpu")) as (rank, world_size):
+        report = _Report(args.json, quiet=rank != 0)
+        source = open_table(args.data, target=args.target, features=args.features)
+        kind, values, n_rows = summarise_target(source)
+        task, why = choose_task(args.task, kind, values)
+        if (args.model, task) not in estimators():
+            raise CommandLineError(f"--model {args.model} fits regression only and the task is "
+                                   f"{task} ({why}); use --model rffnet or --model ridge.")
+        cls, scale = estimators()[args.model, task]
+        estimator = cls()
+        defaults = {"random_state": args.random_state, "verbose": int(args.verbose)}
+        estimator.set_params(**{k: v for k, v in defaults.items() if k in estimator.get_params()})
+        configure(estimator, settings, source.n_features)
+        files = source.files
+        report.data.update(target=args.target, task=task, task_reason=why, data=files, n_rows=n_rows,
+                           columns=list(source.encoding.columns), feature_names=source.feature_names)
+        shown = ", ".join(os.path.basename(path) for path in files[:3]) + (", ..." if len(files) > 3 else "")
+        plural = "s" if len(files) > 1 else ""
+        report.line(f"data: {len(files)} {source.format.upper()} file{plural} ({shown}), {n_rows} rows, "
+                    f"{len(source.encoding.columns)} columns, target {args.target!r}")
+        if source.encoding.categories:
+            report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
+                        f"({source.n_features} model inputs in all)")
+        report.line(f"task: {task} ({why})")
+        report.line(f"model: {_describe(estimator)}" + (" on standardised columns" if scale else ""))
+        report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "
+                    f"with seed {args.random_state}); the model is fitted on the others"
+                    if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")
+        model, score, seconds, n_train, n_test, streamed = _fit_model(
+            args, source, estimator, scale, (rank, world_size), report)
+        relevances = column_relevances(model, source.encoding.groups)
+        classes = np.asarray(model.classes_).tolist() if task == "classification" else None
+        report.data.update(
+            estimator=type(estimator).__name__, standardised=scale, classes=classes,
+            n_train=n_train, n_test=n_test, test_size=args.test_size, random_state=args.random_state,
+            score=score, fit_seconds=round(seconds, 3), streamed=streamed, world_size=world_size,
+            relevances=relevances, command=shlex.join(["rffkit", *args.argv]))
+        report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
+        report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
+        if relevances is None:
+            report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
+                        "column; --model rffnet or srff does)")
+        else:
+            report.line("relevances (share of the total relevance; one-hot columns summed into their column):")
+            for line in _relevance_lines(relevances, 20):
+                report.line(line)
+        if rank == 0:
+            save({"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": model,
+                  "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
+            report.data["model_file"] = args.output
+            report.line(f"saved to {args.output} (rffkit info {shlex.quote(args.output)} describes it)")
+        report.finish()
+    return 0
+
+
+def _read_columns(source, columns):
+    """The columns ``columns`` of every file of ``source``, in its row order, as one Arrow table."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.dataset as ds
+
+    if source.format == "parquet":
+        file_format = ds.ParquetFileFormat()
+    else:
+        delimiter = "\t" if source.format == "tsv" else ","
+        file_format = ds.CsvFileFormat(parse_options=pa_csv.ParseOptions(delimiter=delimiter))
+    dataset = ds.dataset(source.files, format=file_format)
+    missing = [column for column in columns if column not in dataset.schema.names]
+    if missing:
+        raise CommandLineError(f"--id: no column {missing[0]!r} in the data; its columns are "
+                               f"{', '.join(dataset.schema.names)}.")
+    try:
+        return dataset.to_table(columns=columns)
+    except pa.ArrowException as error:
+        raise CommandLineError(f"--id: cannot read {', '.join(columns)}: {error}") from None
+
+
+def predict_command(args):
+    """``rffkit predict``: see ``rffkit predict --help``."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    extension = os.path.splitext(args.output)[1].lower()
+    if extension not in PREDICTION_FORMATS:
+        raise CommandLineError(f"--output {args.output!r}: give a .csv or .parquet file name.")
+    _check_output_folder(args.output)
+    bundle = load_model(args.model)
+    meta, model = bundle["meta"], bundle["estimator"]
+    if args.proba and meta["task"] != "classification":
+        raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
+    encoding = ColumnEncoding.from_dict(bundle["encoding"])
+    try:
+        source = open_table(args.data, encoding=encoding)
+    except ColumnNotFoundError as error:
+        raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
+    ids = _read_columns(source, args.id) if args.id else None
+    name = f"predicted_{meta['target']}"
+    written, writer = 0, None
+    with replaced_atomically(args.output) as temporary:
+        try:
+            for chunk in source.iter_chunks():
+                columns = {} if ids is None else dict(zip(args.id, ids.take(chunk.rows).columns))
+                columns[name] = pa.array(predictions(model, chunk.X))
+                if args.proba:
+                    proba = predictions(model, chunk.X, "predict_proba").astype(np.float64)
+                    columns.update({f"proba_{label}": proba[:, j] for j, label in enumerate(meta["classes"])})
+                table = pa.table(columns)
+                if writer is None:
+                    schema = table.schema
+                    writer = (pq.ParquetWriter(temporary, schema) if PREDICTION_FORMATS[extension]
+                              == "parquet" else pa_csv.CSVWriter(temporary, schema))
+                writer.write_table(table.cast(schema))
+                written += table.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+    what = "predictions" + (" and class probabilities" if args.proba else "")
+    print(f"wrote {written} {what} to {args.output}")
+    return 0
+
+
+def relevances_command(args):
+    """``rffkit relevances``: see ``rffkit relevances --help``."""
+    if args.top is not None and args.top < 1:
+        raise CommandLineError(f"--top must be a positive number; got {args.top}.")
+    if args.plot:
+        _check_output_folder(args.plot, "--plot")
+        try:
+            from matplotlib.figure import Figure
+        except ImportError:
+            raise CommandLineError('--plot needs matplotlib: pip install "rffkit[plot]" '
+                                   "(or pip install matplotlib).") from None
+    bundle = load_model(args.model)
+    name = bundle["meta"]["estimator"]
+    relevances = column_relevances(bundle["estimator"], ColumnEncoding.from_dict(bundle["encoding"]).groups)
+    if relevances is None:
+        raise CommandLineError(f"{args.model!r} holds a {name}, which learns no relevance per column; "
+                               "fit with --model rffnet or --model srff to rank the columns.")
+    shown = dict(list(relevances.items())[:args.top])
+    if args.plot:
+        figure = Figure(figsize=(5.0, 0.3 * len(shown) + 1.2), layout="constrained")
+        ax = figure.subplots()
+        ax.barh(np.arange(len(shown))[::-1], list(shown.values()), color="tab:blue")
+        ax.set_yticks(np.arange(len(shown))[::-1], list(shown), fontsize=8)
+        ax.set_xlabel("share of the total relevance")
+        ax.set_title(f"{name} relevances, target {bundle['meta']['target']!r}", fontsize=9)
+        extension = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
+        with replaced_atomically(args.plot) as temporary:
+            figure.savefig(temporary, format=extension, dpi=120)
+    if args.json:
+        import json
+
+        print(json.dumps({"model": args.model, "estimator": name, "relevances": shown}, indent=2))
+        return 0
+    print(f"{name} relevances in {args.model} (share of the total relevance; one-hot columns "
+          "summed into their column):")
+    print("\n".join(_relevance_lines(shown, len(shown))))
+    if args.plot:
+        print(f"bar chart saved to {args.plot}")
+    return 0
+
+
+def info_command(args):
+    """``rffkit info``: see ``rffkit info --help``."""
+    bundle = load_model(args.model)
+    meta, model = bundle["meta"], bundle["estimator"]
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    header = read_metadata(args.model)
+    if args.json:
+        import json
+
+        params = {key: repr(value) for key, value in final.get_params(deep=False).items()}
+        print(json.dumps({**meta, "parameters": params, "file": header}, indent=2, default=repr))
+        return 0
+    lines = [
+        f"model file: {args.model} ({header['format']} format version {header['format_version']}, "
+        f"written by rffkit {header['rffkit_version']} with scikit-learn {header['sklearn_version']}, "
+        f"torch {header['torch_version']})",
+        f"estimator: {_describe(model)}",
+        "parameters: " + ", ".join(f"{k}={v!r}" for k, v in final.get_params(deep=False).items()),
+        f"task: {meta['task']} ({meta['task_reason']}), target {meta['target']!r}"
+        + (f", classes {meta['classes']}" if meta["classes"] is not None else ""),
+        f"data: {', '.join(meta['data'])}: {meta['n_rows']} rows",
+        f"trained on {meta['n_train']} rows x {len(meta['feature_names'])} inputs; "
+        f"{meta['n_test']} held out (--test-size {meta['test_size']:g}, seed {meta['random_state']})",
+        f"columns ({len(meta['columns'])}): {', '.join(meta['columns'])}",
+        f"held-out score: {describe_score(meta['score'])}",
+        f"fit time: {meta['fit_seconds']:.{1 if meta['fit_seconds'] >= 1 else 2}f} s" + (f" on {meta['world_size']} processes"
+                                                      if meta["world_size"] > 1 else ""),
+        f"command: {meta['command']}",
+    ]
+    if len(meta["feature_names"]) != len(meta["columns"]):
+        lines.insert(7, f"model inputs ({len(meta['feature_names'])}): {', '.join(meta['feature_names'])}")
+    print("\n".join(lines))
+    return 0
+
+
+# -- demo ----------------------------------------------------------------------------------------
+def _matplotlib_or_message(plot):
+    """``plot`` if matplotlib can draw it, else None after saying why (before any fit starts)."""
+    if not plot:
+        return None
+    try:
+        importlib.import_module("matplotlib.figure")  # an optional dependency
+    except ImportError:
+        print(f'matplotlib is not installed, so no bar chart ({plot}): pip install "rffkit[plot]"')
+        return None
+    return plot
+
+
+def demo(n_samples=10_000, random_state=0, plot="rffnet_relevances.png", directory=None):
+    """Fit RFFNet on Gregorová's SE1, then show the command line on the diabetes data.
+
+    Features are named one-based, ``x1`` to ``x18``, everywhere in the output. The second
+    part writes ``diabetes.csv`` (scikit-learn's diabetes data, in their original units)
+    into ``directory`` (a temporary folder, removed afterwards, when None) and runs
+    ``rffkit fit``, ``relevances`` and ``predict`` on it, printing each command.
+
+    Returns
+    -------
+    model : RFFNetRegressor
+        Fitted on SE1.
+    mse, baseline : float
+        Its test MSE and the mean predictor's.
+    """
     from .datasets import make_gregorova_se1
     from .rffnet import RFFNetRegressor
 
+    plot = _matplotlib_or_message(plot)
     X, y, support = make_gregorova_se1(n_samples + 2000, random_state=random_state, return_support=True)
+    names = [f"x{j + 1}" for j in range(X.shape[1])]
+    relevant = [names[j] for j in support]
     X_train, y_train, X_test, y_test = X[:n_samples], y[:n_samples], X[n_samples:], y[n_samples:]
-
+    print(f"RFFNetRegressor on SE1: {n_samples} training points, {X.shape[1]} features "
+          f"x1..x{X.shape[1]}, of which {', '.join(relevant)} are relevant")
     start = time.perf_counter()
     model = RFFNetRegressor(random_state=random_state).fit(X_train, y_train)
     seconds = time.perf_counter() - start
-
     mse = float(np.mean((model.predict(X_test) - y_test) ** 2))
     baseline = float(np.mean((y_train.mean() - y_test) ** 2))
-    print(f"RFFNetRegressor on SE1: {n_samples} training points, {X.shape[1]} features, "
-          f"relevant features {support.tolist()} (zero-based)")
     print(f"fit: {seconds:.1f} s, solver={model.solver_}, {model.n_components_} random features")
     print(f"test MSE {mse:.4f}   mean-predictor MSE {baseline:.4f}   noise floor 0.0100")
     print("features ranked by relevance (|lambda| scaled to [0, 1]):")
-    for rank, index in enumerate(np.argsort(-model.feature_importances_), start=1):
-        marker = "  <- relevant" if index in support else ""
-        print(f"  {rank:2d}. x{index + 1:<3d} {model.feature_importances_[index]:.3f}{marker}")
+    for rank, j in enumerate(np.argsort(-model.feature_importances_), start=1):
+        marker = "  <- relevant" if j in support else ""
+        print(f"  {rank:2d}. {names[j]:<4} {model.feature_importances_[j]:.3f}{marker}")
+    if plot:
+        from matplotlib.figure import Figure
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3))
-    colours = ["tab:red" if i in support else "tab:gray" for i in range(X.shape[1])]
-    ax.bar(np.arange(1, X.shape[1] + 1), model.feature_importances_, color=colours)
-    ax.set_xlabel("feature (red: relevant in the generating function)")
-    ax.set_ylabel("relevance, scaled")
-    ax.set_title(f"RFFNet relevances on SE1 (n={n_samples}, test MSE {mse:.3f})")
-    ax.set_xticks(np.arange(1, X.shape[1] + 1))
-    fig.tight_layout()
-    fig.savefig(output, dpi=120)
-    print(f"bar chart of the relevances saved to {output}")
+        figure = Figure(figsize=(7, 3), layout="constrained")
+        ax = figure.subplots()
+        ax.bar(names, model.feature_importances_,
+               color=["tab:red" if j in support else "tab:gray" for j in range(X.shape[1])])
+        ax.set_xlabel("feature (red: relevant in the generating function)")
+        ax.set_ylabel("relevance, scaled")
+        ax.set_title(f"RFFNet relevances on SE1 (n={n_samples}, test MSE {mse:.3f})")
+        with replaced_atomically(plot) as temporary:
+            figure.savefig(temporary, format="png", dpi=120)
+        print(f"bar chart of the relevances saved to {plot}")
+    print()
+    _command_line_demo(directory)
     return model, mse, baseline
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="rffkit", description="rffkit command line")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("demo", help="fit RFFNet on the SE1 problem and plot its relevances")
+def write_diabetes_csv(path):
+    """Write scikit-learn's diabetes data (442 patients, original units) as a CSV file.
+
+    The columns are age, sex, bmi, bp, s1-s6 and ``progression``, the disease progression
+    one year after baseline (the target).
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes(scaled=False)
+    columns = {name: data.data[:, j] for j, name in enumerate(data.feature_names)}
+    pa_csv.write_csv(pa.table({**columns, "progression": data.target}), path)
+
+
+def _command_line_demo(directory):
+    commands = [
+        ["fit", "diabetes.csv", "--target", "progression", "--output", "diabetes.rffkit"],
+        ["relevances", "diabetes.rffkit", "--top", "5"],
+        ["predict", "diabetes.rffkit", "diabetes.csv", "--output", "predictions.csv"],
+    ]
+    with contextlib.ExitStack() as stack:
+        if directory is None:
+            import tempfile
+
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="rffkit-demo-"))
+        os.makedirs(directory, exist_ok=True)
+        print(f"The command line on a file: scikit-learn's diabetes data written to "
+              f"{os.path.join(directory, 'diabetes.csv')}.")
+        print(f"$ cd {shlex.quote(directory)}")
+        previous = os.getcwd()
+        os.chdir(directory)
+        stack.callback(os.chdir, previous)
+        write_diabetes_csv("diabetes.csv")
+        for command in commands:
+            print(f"$ rffkit {shlex.join(command)}", flush=True)
+            if main(command) != 0:
+                raise RuntimeError(f"the demo's `rffkit {shlex.join(command)}` failed")
+
+
+# -- the parser and main ------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise CommandLineError(f"{message} (see {self.prog} --help)")
+
+
+FIT_EPILOG = f"""\
+task: --task auto makes a classification of a target that holds text or booleans, or at
+  most {MAX_AUTO_CLASSES} distinct whole numbers; any other numeric target is a regression.
+models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge (regression)
+  or RFFClassifier, both after a StandardScaler; srff is SRFFRegressor (regression only).
+  Text columns are one-hot encoded; relevances are reported per original column, the
+  shares of its one-hot columns summed.
+hold-out: the rows whose row-number hash (seed --random-state) falls below --test-size are
+  held out and scored (R^2 and RMSE, or accuracy and log-loss); the saved model is the one
+  fitted on the other rows, and rffkit info shows its held-out score.
+memory: an estimator whose fit takes an rffkit.io source reads the files chunk by chunk;
+  the others get the table in memory (the report says which).
+several processes: torchrun --standalone --nproc_per_node=2 -m rffkit fit ... joins a
+  torch.distributed group (gloo on CPU) for estimators that fit from a source; each process
+  reads its share of the rows and only rank 0 prints and writes the model.
+example: rffkit fit "shards/*.parquet" --target y --model ridge \\
+           --set features__n_components=2000 --output m.rffkit"""
+
+
+def build_parser():
+    """The ``rffkit`` argument parser."""
+    parser = _Parser(prog="rffkit", description="Random-feature kernel methods on CSV and Parquet files.")
+    parser.add_argument("--version", action="version", version=f"rffkit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    fit = commands.add_parser(
+        "fit", help="fit a model on CSV/Parquet files and save it", epilog=FIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Fit a model on one or several CSV or Parquet files (globs work), report its "
+                    "held-out score and relevances, and save it.")
+    fit.add_argument("data", nargs="+", metavar="DATA", help="files, globs or directories")
+    fit.add_argument("--target", required=True, metavar="COL", help="the column to predict")
+    fit.add_argument("--task", choices=["auto", "regression", "classification"], default="auto")
+    fit.add_argument("--model", choices=["rffnet", "ridge", "srff"], default="rffnet")
+    fit.add_argument("--features", nargs="+", metavar="COL",
+                     help="the input columns (default: every column but the target)")
+    fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                     help="an estimator parameter, nested ones too (features__n_components=2000); "
+                          "repeat for more; values are Python literals or text")
+    fit.add_argument("--test-size", type=float, default=0.2, metavar="F",
+                     help="share of the rows held out for the score (default 0.2; 0: none)")
+    fit.add_argument("--random-state", type=int, default=0, metavar="N",
+                     help="seed of the hold-out and of the estimator (default 0)")
+    fit.add_argument("--output", default="model.rffkit", metavar="MODEL",
+                     help="model file to write (default model.rffkit)")
+    fit.add_argument("--verbose", action="store_true", help="the estimator's progress (verbose=1)")
+    fit.add_argument("--json", action="store_true", help="print the report as JSON")
+    fit.set_defaults(run=fit_command)
+
+    predict = commands.add_parser(
+        "predict", help="predict with a saved model on CSV/Parquet files",
+        description="Predict with a model saved by rffkit fit. The data need every column the model "
+                    "was trained on (others are ignored); rows come in the order the files are "
+                    "read (sorted by path).")
+    predict.add_argument("model", metavar="MODEL")
+    predict.add_argument("data", nargs="+", metavar="DATA")
+    predict.add_argument("--output", required=True, metavar="FILE", help=".csv or .parquet")
+    predict.add_argument("--proba", action="store_true", help="add one probability column per class")
+    predict.add_argument("--id", nargs="+", metavar="COL", help="columns copied to the output")
+    predict.set_defaults(run=predict_command)
+
+    relevances = commands.add_parser(
+        "relevances", help="rank the original columns of a saved model by relevance",
+        description="Each original column's share of the model's total relevance (one-hot columns "
+                    "summed), largest first.")
+    relevances.add_argument("model", metavar="MODEL")
+    relevances.add_argument("--top", type=int, metavar="K", help="show the K most relevant columns")
+    relevances.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
+    relevances.add_argument("--json", action="store_true")
+    relevances.set_defaults(run=relevances_command)
+
+    info = commands.add_parser("info", help="describe a saved model",
+                               description="Estimator, parameters, data, task, score and versions "
+                                           "of a model saved by rffkit fit.")
+    info.add_argument("model", metavar="MODEL")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(run=info_command)
+
+    run = commands.add_parser("demo", help="fit RFFNet on SE1, then run the command line on a file",
+                              description="Fit RFFNet on the synthetic SE1 problem, then run rffkit "
+                                          "fit, relevances and predict on the diabetes data.")
     run.add_argument("--n-samples", type=int, default=10_000)
     run.add_argument("--random-state", type=int, default=0)
-    run.add_argument("--output", default="rffnet_relevances.png")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        demo(args.n_samples, args.random_state, args.output)
+    run.add_argument("--plot", default="rffnet_relevances.png", metavar="FILE.png",
+                     help="bar chart of the SE1 relevances (default rffnet_relevances.png)")
+    run.add_argument("--no-plot", action="store_const", const="", dest="plot")
+    run.add_argument("--dir", metavar="DIR", help="keep the demo's files here")
+    run.set_defaults(run=_demo_command)
+    return parser
+
+
+def _demo_command(args):
+    demo(args.n_samples, args.random_state, args.plot, args.dir)
     return 0
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"rffkit: warning: {_one_line(message)}", file=sys.stderr)
+
+
+def main(argv=None):
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    0 on success, 2 on an error the user can act on (one line on standard error starting
+    ``rffkit: error:``), 130 when interrupted. ``--help`` and ``--version`` exit by
+    ``SystemExit(0)``.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    rank = os.environ.get("RANK", "0")
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            args = build_parser().parse_args(argv)
+            args.argv = argv
+            return args.run(args)
+    except (CommandLineError, ValueError, OSError, MemoryError) as error:
+        where = "" if rank == "0" else f"(rank {rank}) "
+        print(f"rffkit: error: {where}{_one_line(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rffkit: interrupted; no file was written", file=sys.stderr)
+        return 130

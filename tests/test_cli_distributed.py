@@ -1,0 +1,104 @@
+"""rffkit fit in a torchrun job: only rank 0 prints and writes; a fit from memory refuses to run."""
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import rffkit
+from rffkit import cli
+from rffkit._cli_support import predictions, process_group, takes_sources
+from rffkit.io import ArraySource, TableSource
+from rffkit.ridge import RFFRidge
+
+
+@pytest.fixture
+def shards(tmp_path):
+    rng = np.random.default_rng(0)
+    for part in range(2):
+        x, z = rng.normal(size=200), rng.normal(size=200)
+        pq.write_table(pa.table({"x": x, "z": z, "y": np.sin(x) + 0.1 * z}),
+                       tmp_path / f"part-{part}.parquet", row_group_size=50)
+    return tmp_path
+
+
+class ReadsSources(RFFRidge):
+    """An RFFRidge that also takes a source, by reading its chunks."""
+
+    def fit(self, X, y=None):
+        if isinstance(X, (TableSource, ArraySource)):
+            chunks = list(X.iter_chunks())
+            X, y = (np.concatenate([c[k] for c in chunks]) for k in (0, 1))
+        return super().fit(X, y)
+
+
+def _as_rank(monkeypatch, rank, world_size, estimator=ReadsSources):
+    @contextlib.contextmanager
+    def group(device="cpu"):
+        yield rank, world_size
+
+    monkeypatch.setattr(cli, "process_group", group)
+    estimators = cli.estimators()
+    estimators["ridge", "regression"] = (estimator, True)
+    monkeypatch.setattr(cli, "estimators", lambda: estimators)
+
+
+def _fit(shards, capsys, name, *options):
+    status = cli.main(["fit", str(shards / "*.parquet"), "--target", "y", "--model", "ridge",
+                       *options, "--output", str(shards / name)])
+    return status, *capsys.readouterr()
+
+
+def test_only_rank_0_prints_and_writes(shards, capsys, monkeypatch):
+    saved = []
+    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(path))
+    _as_rank(monkeypatch, 1, 2)
+    assert _fit(shards, capsys, "m.rffkit", "--set", "features__n_components=30") == (0, "", "")
+    assert saved == []
+    _as_rank(monkeypatch, 0, 2)
+    status, out, _ = _fit(shards, capsys, "m.rffkit", "--set", "features__n_components=30")
+    assert status == 0 and "reads the training rows from the files chunk by chunk on 2 processes" in out
+    assert saved == [str(shards / "m.rffkit")]
+
+
+def test_a_fit_from_memory_refuses_several_processes(shards, capsys, monkeypatch):
+    _as_rank(monkeypatch, 0, 2)
+    monkeypatch.setattr(cli, "estimators", lambda: {("ridge", "regression"): (rffkit.RFFNetRegressor, False)})
+    status, _, err = _fit(shards, capsys, "m.rffkit", "--set", "max_iter=5")
+    assert status == 2 and "RFFNetRegressor fits in one process only" in err
+    assert not (shards / "m.rffkit").exists()
+
+
+def test_process_group_outside_torchrun(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with process_group() as world:
+        assert world == (0, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None,
+                    reason="torchrun is not installed beside this Python")
+def test_torchrun_two_processes_give_the_single_process_model(shards, capsys):
+    sample = (np.random.default_rng(0).normal(size=(32, 2)), np.arange(32.0))
+    if not takes_sources(RFFRidge(), sample):
+        pytest.skip("RFFRidge does not fit from a data source yet")
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    argv = [str(shards / "*.parquet"), "--target", "y", "--model", "ridge",
+            "--set", "features__n_components=50"]
+    done = subprocess.run([torchrun, "--standalone", "--nproc_per_node=2", "-m", "rffkit", "fit", *argv,
+                           "--output", str(shards / "two.rffkit")], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("saved to") == 1 and "on 2 processes" in done.stdout
+    assert cli.main(["fit", *argv, "--output", str(shards / "one.rffkit")]) == 0
+    two, one = rffkit.load(shards / "two.rffkit"), rffkit.load(shards / "one.rffkit")
+    assert two["meta"]["world_size"] == 2 and one["meta"]["world_size"] == 1
+    X = np.random.default_rng(1).normal(size=(100, 2))
+    np.testing.assert_allclose(predictions(two["estimator"], X), predictions(one["estimator"], X), rtol=1e-6)
+    assert two["meta"]["score"]["r2"] == pytest.approx(one["meta"]["score"]["r2"], rel=1e-6)

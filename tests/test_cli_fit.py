@@ -1,0 +1,241 @@
+"""rffkit fit / predict / relevances / info on files: what they compute, print and save."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+
+import rffkit
+from rffkit import cli
+from rffkit._cli_support import (
+    RowSplit, choose_task, column_relevances, parse_settings, takes_sources,
+)
+from rffkit._streaming import validation_mask
+from rffkit.io import ArraySource, ColumnEncoding, TableSource, open_table
+from rffkit.ridge import RFFRidge
+
+N_ROWS = 300
+
+
+def _columns(n=N_ROWS, seed=0):
+    """y depends on x and on colour (red adds 1.5), not on z."""
+    rng = np.random.default_rng(seed)
+    x, z = rng.uniform(-2, 2, n), rng.normal(size=n)
+    colour = rng.choice(["blue", "green", "red"], n)
+    y = np.sin(2 * x) + 1.5 * (colour == "red") + 0.1 * rng.normal(size=n)
+    return {"id": np.arange(n) + 1000, "x": x, "z": z, "colour": colour, "y": y}
+
+
+@pytest.fixture
+def table_csv(tmp_path):
+    path = tmp_path / "data.csv"
+    pa_csv.write_csv(pa.table(_columns()), path)
+    return path
+
+
+def _run(capsys, *argv):
+    status = cli.main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    return out
+
+
+def _encoded(path, bundle):
+    """X of every row of ``path`` encoded as the model was, and y."""
+    chunks = list(open_table(str(path), target="y",
+                             encoding=ColumnEncoding.from_dict(bundle["encoding"])).iter_chunks())
+    return np.concatenate([c.X for c in chunks]), np.concatenate([c.y for c in chunks])
+
+
+def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path, capsys):
+    model_path, predictions = tmp_path / "m.rffkit", tmp_path / "p.parquet"
+    out = _run(capsys, "fit", table_csv, "--target", "y", "--features", "x", "z", "colour",
+               "--set", "max_iter=30", "--output", model_path)
+    bundle = rffkit.load(model_path)
+    meta, model = bundle["meta"], bundle["estimator"]
+    assert bundle["format"] == "rffkit-command-line" and type(model).__name__ == "RFFNetRegressor"
+    assert model.get_params()["max_iter"] == 30 and model.get_params()["random_state"] == 0
+    assert meta["columns"] == ["x", "z", "colour"]
+    assert meta["feature_names"] == ["x", "z", "colour=blue", "colour=green", "colour=red"]
+
+    # the held-out score is R^2 of the saved model on the rows the hash holds out
+    X, y = _encoded(table_csv, bundle)
+    held_out = validation_mask(np.arange(N_ROWS), 0.2, seed=0)
+    assert (meta["n_train"], meta["n_test"]) == (int((~held_out).sum()), int(held_out.sum()))
+    residual = model.predict(X[held_out]) - y[held_out]
+    r2 = 1 - residual @ residual / np.sum((y[held_out] - y[held_out].mean()) ** 2)
+    assert meta["score"]["r2"] == pytest.approx(r2, rel=1e-9) and r2 > 0.8
+    assert f"held-out score on {held_out.sum()} rows: R^2 {r2:.3f}" in out
+
+    # relevances by original column: the one-hot shares summed; z, the noise, comes last
+    shares = np.abs(model.feature_importances_) / np.abs(model.feature_importances_).sum()
+    expected = {"x": shares[0], "z": shares[1], "colour": shares[2:].sum()}
+    assert meta["relevances"] == pytest.approx(expected, rel=1e-12)
+    assert list(meta["relevances"])[-1] == "z"
+    out = _run(capsys, "relevances", model_path, "--json")
+    assert json.loads(out)["relevances"] == pytest.approx(expected, rel=1e-12)
+
+    # predict on the raw file: the same encoding, ids copied through, rows in file order
+    out = _run(capsys, "predict", model_path, table_csv, "--id", "id", "--output", predictions)
+    written = pq.read_table(predictions)
+    assert written.column_names == ["id", "predicted_y"]
+    assert written["id"].to_pylist() == list(range(1000, 1000 + N_ROWS))
+    np.testing.assert_array_equal(written["predicted_y"].to_numpy(), model.predict(X))
+    assert out.strip() == f"wrote {N_ROWS} predictions to {predictions}"
+
+    info = _run(capsys, "info", model_path)
+    for text in ("estimator: RFFNetRegressor(max_iter=30, random_state=0)", "target 'y'",
+                 f"held-out score: R^2 {r2:.3f}", "columns (3): x, z, colour",
+                 "model inputs (5): x, z, colour=blue, colour=green, colour=red",
+                 f"written by rffkit {rffkit.__version__}", "format version 1"):
+        assert text in info
+
+
+def test_column_relevances_sum_shares_by_original_column():
+    class Fitted:
+        feature_importances_ = np.array([2.0, -1.0, 0.5, 0.5])
+
+    shares = column_relevances(Fitted(), ["a", "b", "c", "c"])
+    assert shares == {"a": 0.5, "b": 0.25, "c": 0.25}
+    assert column_relevances(RFFRidge(), ["a"]) is None
+
+
+@pytest.mark.parametrize("kind, values, task", [
+    ("O", ["no", "yes"], "classification"),
+    ("b", [False, True], "classification"),
+    ("i", list(range(20)), "classification"),
+    ("f", [0.0, 1.0, 2.0], "classification"),
+    ("i", None, "regression"),            # more than 20 distinct whole numbers
+    ("f", [0.5, 1.0], "regression"),
+])
+def test_task_auto_rule(kind, values, task):
+    assert choose_task("auto", kind, values)[0] == task
+
+
+def test_classification_with_probabilities(tmp_path, capsys):
+    columns = _columns()
+    columns["y"] = np.digitize(columns["x"], [-0.7, 0.7])  # three classes 0, 1, 2
+    path = tmp_path / "classes.parquet"
+    pq.write_table(pa.table(columns), path)
+    out = _run(capsys, "fit", path, "--target", "y", "--features", "x", "z", "--model", "ridge",
+               "--set", "features__n_components=50", "--output", tmp_path / "c.rffkit")
+    assert "task: classification (the target holds 3 distinct whole numbers" in out
+    bundle = rffkit.load(tmp_path / "c.rffkit")
+    model, meta = bundle["estimator"], bundle["meta"]
+    assert [name for name, _ in model.steps] == ["standardscaler", "rffclassifier"]
+    assert meta["classes"] == [0, 1, 2]
+
+    X = np.column_stack([columns["x"], columns["z"]])
+    held_out = validation_mask(np.arange(N_ROWS), 0.2, seed=0)
+    proba = model.predict_proba(X[held_out])
+    truth = columns["y"][held_out]
+    assert meta["score"]["accuracy"] == pytest.approx(np.mean(model.predict(X[held_out]) == truth))
+    assert meta["score"]["log_loss"] == pytest.approx(-np.mean(np.log(proba[np.arange(len(truth)), truth])))
+
+    _run(capsys, "predict", tmp_path / "c.rffkit", path, "--proba", "--output", tmp_path / "p.csv")
+    written = pa_csv.read_csv(tmp_path / "p.csv")
+    assert written.column_names == ["predicted_y", "proba_0", "proba_1", "proba_2"]
+    probabilities = np.column_stack([written[f"proba_{k}"].to_numpy() for k in range(3)])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(probabilities, model.predict_proba(X), rtol=1e-9)
+
+
+def test_parse_settings_literals_and_text():
+    assert parse_settings(["alphas=[0.1, 1.0]", "device=cuda", "alpha=auto", "random_state=None",
+                           "features__n_components=2000", "name=a=b"]) == {
+        "alphas": [0.1, 1.0], "device": "cuda", "alpha": "auto", "random_state": None,
+        "features__n_components": 2000, "name": "a=b"}
+
+
+def test_nested_set_on_the_default_feature_map(table_csv, tmp_path, capsys):
+    _run(capsys, "fit", table_csv, "--target", "y", "--features", "x", "z", "--model", "ridge",
+         "--set", "features__n_components=40", "--set", "alphas=(0.1, 1.0)", "--test-size", "0",
+         "--output", tmp_path / "r.rffkit")
+    bundle = rffkit.load(tmp_path / "r.rffkit")
+    ridge = bundle["estimator"].steps[-1][1]
+    assert ridge.features.n_components == 40 and ridge.features.length_scale == pytest.approx(1.0)
+    assert ridge.coef_.shape == (40,) and ridge.alphas == (0.1, 1.0)
+    assert bundle["meta"]["score"] is None and bundle["meta"]["n_train"] == N_ROWS
+
+
+def test_json_report(table_csv, tmp_path, capsys):
+    out = _run(capsys, "fit", table_csv, "--target", "y", "--model", "ridge", "--features", "x",
+               "colour", "--json", "--output", tmp_path / "r.rffkit")
+    report = json.loads(out)
+    assert report["model_file"] == str(tmp_path / "r.rffkit")
+    assert report["estimator"] == "RFFRidge" and report["task"] == "regression"
+    assert report["score"]["r2"] == rffkit.load(tmp_path / "r.rffkit")["meta"]["score"]["r2"]
+    info = json.loads(_run(capsys, "info", tmp_path / "r.rffkit", "--json"))
+    assert info["file"]["format_version"] == 1 and info["parameters"]["random_state"] == "0"
+
+
+# -- the streamed path ------------------------------------------------------------------------
+class ReadsSources(RFFRidge):
+    """An RFFRidge that also takes a source (by reading its chunks) and keeps what it got."""
+
+    sources = []
+
+    def fit(self, X, y=None):
+        if isinstance(X, (TableSource, ArraySource)):
+            ReadsSources.sources.append(X)
+            chunks = list(X.iter_chunks())
+            X, y = (np.concatenate([c[k] for c in chunks]) for k in (0, 1))
+        return super().fit(X, y)
+
+
+def test_an_estimator_that_takes_sources_gets_the_training_rows(table_csv, monkeypatch, capsys):
+    saved = []
+    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
+    argv = ["fit", table_csv, "--target", "y", "--model", "ridge", "--set",
+            "features__n_components=30", "--features", "x", "z", "colour"]
+    monkeypatch.setattr(cli, "takes_sources", lambda estimator, sample: False)
+    assert "in memory: 300 x 5 values" in _run(capsys, *argv)
+
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
+    estimators = cli.estimators()
+    estimators["ridge", "regression"] = (ReadsSources, True)
+    monkeypatch.setattr(cli, "estimators", lambda: estimators)
+    assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv)
+
+    source = ReadsSources.sources[-1]
+    assert isinstance(source, RowSplit)
+    held_out = validation_mask(np.arange(N_ROWS), 0.2, seed=0)
+    rows = np.concatenate([chunk.rows for chunk in source.iter_chunks()])
+    np.testing.assert_array_equal(rows, np.flatnonzero(~held_out))
+    in_memory, streamed = saved
+    X, _ = _encoded(table_csv, in_memory)
+    np.testing.assert_allclose(streamed["estimator"].predict(X), in_memory["estimator"].predict(X), rtol=1e-10)
+    assert streamed["meta"]["score"]["r2"] == pytest.approx(in_memory["meta"]["score"]["r2"], rel=1e-10)
+    assert (streamed["meta"]["n_train"], streamed["meta"]["n_test"]) == (in_memory["meta"]["n_train"],
+                                                                          in_memory["meta"]["n_test"])
+
+
+def test_row_split_partitions_rows_over_ranks(table_csv):
+    source = open_table(str(table_csv), target="y", chunk_rows=64)
+    train, test = RowSplit(source, 0.3, 5), RowSplit(source, 0.3, 5, held_out=True)
+    assert train.n_rows + test.n_rows == N_ROWS
+    per_rank = [np.concatenate([c.rows for c in train.iter_chunks(rank=r, world_size=2)]) for r in (0, 1)]
+    test_rows = np.concatenate([c.rows for c in test.iter_chunks()])
+    assert sorted(np.concatenate(per_rank + [test_rows]).tolist()) == list(range(N_ROWS))
+    assert sum(map(len, per_rank)) == train.n_rows and len(test_rows) == test.n_rows
+    assert not takes_sources(rffkit.RFFNetRegressor(), (np.zeros((4, 2)), np.zeros(4)))
+
+
+def test_predict_on_shards_keeps_the_row_order(table_csv, tmp_path, capsys):
+    _run(capsys, "fit", table_csv, "--target", "y", "--model", "ridge", "--features", "x", "colour",
+         "--output", tmp_path / "r.rffkit")
+    table = pa_csv.read_csv(table_csv)
+    for part, start in enumerate((0, 100, 250)):
+        pa_csv.write_csv(table.slice(start, {0: 100, 100: 150, 250: 50}[start]), tmp_path / f"part-{part}.csv")
+    _run(capsys, "predict", tmp_path / "r.rffkit", tmp_path / "part-*.csv", "--id", "id", "z",
+         "--output", tmp_path / "p.csv")
+    _run(capsys, "predict", tmp_path / "r.rffkit", table_csv, "--output", tmp_path / "whole.csv")
+    shards, whole = pa_csv.read_csv(tmp_path / "p.csv"), pa_csv.read_csv(tmp_path / "whole.csv")
+    assert shards.column_names == ["id", "z", "predicted_y"]
+    assert shards["id"].to_pylist() == table["id"].to_pylist()
+    assert shards["z"].to_pylist() == table["z"].to_pylist()
+    assert shards["predicted_y"].to_pylist() == whole["predicted_y"].to_pylist()

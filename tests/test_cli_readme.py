@@ -1,0 +1,53 @@
+"""The README's command-line transcript is what the commands print."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from rffkit.cli import main, write_diabetes_csv
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _transcript():
+    section = README.read_text().split("## Command line", 1)[1]
+    block = re.search(r"```console\n(.*?)```", section, re.S).group(1)
+    steps = []
+    for line in block.splitlines():
+        if line.startswith("$ rffkit "):
+            steps.append((shlex.split(line[len("$ rffkit "):]), []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def _same(printed, shown):
+    """Equal words, numbers within 2% (or 0.01), but the fit time, which is the machine's."""
+    if shown.startswith("fit: "):
+        return printed.split()[2:] == shown.split()[2:]
+    words, expected = printed.split(), shown.split()
+    if len(words) != len(expected):
+        return False
+    for word, want in zip(words, expected):
+        try:
+            if float(word.rstrip(",")) != pytest.approx(float(want.rstrip(",")), rel=0.02, abs=0.01):
+                return False
+        except ValueError:
+            if word != want:
+                return False
+    return True
+
+
+def test_the_readme_transcript(tmp_path, monkeypatch, capsys):
+    steps = _transcript()
+    assert [argv[0] for argv, _ in steps] == ["fit", "relevances", "predict"]
+    monkeypatch.chdir(tmp_path)
+    write_diabetes_csv("diabetes.csv")
+    for argv, shown in steps:
+        assert main(argv) == 0
+        printed = capsys.readouterr().out.splitlines()
+        assert len(printed) == len(shown), (argv, printed)
+        for line, expected in zip(printed, shown):
+            assert _same(line, expected), (line, expected)
