@@ -199,3 +199,19 @@ def test_srff_solver_bench_reimplements_the_previous_solver_faithfully(tmp_path,
     assert "| 150 | float64 |" in (tmp_path / "srff_solver.md").read_text()
     with pytest.raises(SystemExit):
         solver.main(["--sizes", "10"])
+
+
+def test_real_data_tables_reach_the_docs_and_the_summary_counts_them(tmp_path, monkeypatch):
+    update_readme = _load("update_readme", tmp_path, monkeypatch)
+    results = BENCHMARKS / "results"
+    name = "real.md" if (results / "real.md").exists() else "real_quick.md"
+    text = (results / name).read_text()
+    line = update_readme._real(results)
+    rows = update_readme.table_rows(update_readme.tables_under(text, "Results: RFFNet against HGB")[0])
+    for task in ("regression", "classification"):
+        row = next(row for row in rows if row["task"] == task)
+        counts = f"{row['RFFNet wins']}/{row['ties (within 0.01)']}/{row['losses']} of the {row['data sets']} {task}"
+        assert counts in line
+    docs = update_readme.build(results)
+    for heading in ("Results: RFFNet against HGB", "Results: targets", "Results: regression", "Results: classification"):
+        assert f"#### {heading}" in docs
