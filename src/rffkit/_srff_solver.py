@@ -51,11 +51,14 @@ def project_onto_simplex(v, radius=1.0):
     """
     if radius <= 0:
         raise ValueError(f"project_onto_simplex: radius must be positive, got {radius!r}.")
+    # the projection ignores a constant added to every entry; taking the largest away keeps
+    # r from being lost to rounding when |v| >> r (then u_1 - (u_1 - r) was 0, not r)
+    v = v - v.max()
     u, _ = torch.sort(v, descending=True)
     cumulative = torch.cumsum(u, dim=0) - radius
     index = torch.arange(1, v.shape[0] + 1, dtype=v.dtype, device=v.device)
     positive = u - cumulative / index > 0
-    rho = int(torch.nonzero(positive).max()) + 1  # the first entry is always positive
+    rho = int(torch.nonzero(positive).max()) + 1  # the first entry is always positive: u_1 = 0
     theta = cumulative[rho - 1] / rho
     return torch.clamp(v - theta, min=0.0)
 

@@ -26,7 +26,14 @@ __all__ = [
     "MIN_FIT_SAMPLES",
     "RELIABLE_SAMPLES",
     "RELIABLE_SAMPLES_PER_CLASS",
+    "LARGEST_VALUE",
+    "SMALLEST_LENGTH_SCALE",
+    "FLOAT32_MAX",
+    "LARGEST_LEARNING_RATE",
+    "SMALLEST_PENALTY",
     "check_input",
+    "check_finite_features",
+    "check_grid_range",
     "deferred_warnings",
     "SEED_BOUND",
     "draw_seeds",
@@ -49,6 +56,19 @@ MIN_FIT_SAMPLES = 2
 #: Below these, a fit warns with :class:`~rffkit.exceptions.SmallSampleWarning`.
 RELIABLE_SAMPLES = 20
 RELIABLE_SAMPLES_PER_CLASS = 10
+#: Largest magnitude accepted in X (and a regressor's y), by the dtype computed in: squares
+#: (variances, Gram matrices, squared errors) of larger values overflow.
+LARGEST_VALUE = {np.dtype(np.float64): 1e150, np.dtype(np.float32): 1e18}
+#: Largest float32 value: the bound of parameters that float32 training must represent.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Largest Adam step size: its first step is 10 x learning_rate (bias correction), in float32.
+LARGEST_LEARNING_RATE = 1e30
+#: Smallest ridge penalty: the smallest normal float32. Below it alpha is 0 (or subnormal) in
+#: float32 and 1 / (s + alpha) is infinite along the null directions of the Gram matrix.
+SMALLEST_PENALTY = float(np.finfo(np.float32).tiny)
+#: Smallest length scale accepted: the random frequencies are divided by it, and below
+#: this they can overflow (then cos(X W) is NaN).
+SMALLEST_LENGTH_SCALE = 1e-100
 #: Error messages print at most this many values of an array (NumPy's threshold).
 _MESSAGE_VALUES = 10
 _ENCODERS = (
@@ -145,8 +165,42 @@ def _numeric_target(owner, y):
         ) from None
 
 
+def _check_magnitude(owner, name, values, computed_in=None):
+    """Refuse values whose squares would overflow the dtype they are computed in."""
+    data = values.data if hasattr(values, "tocsr") else values
+    data = np.asarray(data)
+    if data.size == 0 or data.dtype.kind != "f":
+        return
+    dtype = np.dtype(computed_in or data.dtype)
+    limit = LARGEST_VALUE.get(dtype, LARGEST_VALUE[np.dtype(np.float64)])
+    largest = max(abs(float(np.max(data))), abs(float(np.min(data))))
+    if largest > limit:
+        raise ValueError(
+            f"{owner}: {name} holds values as large as {largest:.3g} in magnitude; rffkit squares them "
+            f"(variances, Gram matrices) and accepts at most {limit:.0e} in {dtype}. Rescale {name} first "
+            "(e.g. with sklearn.preprocessing.StandardScaler)"
+            + (", or pass X as float64." if dtype == np.float32 else ".")
+        )
+
+
+def _check_label_types(owner, y):
+    """Class labels of one kind: all strings or all numbers (NumPy cannot sort a mix)."""
+    array = np.asarray(y)
+    if array.dtype.kind != "O":
+        return
+    text = [isinstance(value, str) for value in array.ravel()]
+    if any(text) and not all(text):
+        example_text = array.ravel()[text.index(True)]
+        example_other = array.ravel()[text.index(False)]
+        raise ValueError(
+            f"{owner}: y mixes strings and other labels (e.g. {_short(example_text)} and {_short(example_other)}); "
+            "class labels must be all strings or all numbers."
+        )
+
+
 def _warn_if_small(owner, classifier, y, n_samples):
     if classifier:
+        _check_label_types(owner, y)
         check_classification_targets(y)
     if n_samples < RELIABLE_SAMPLES:
         _warn(
@@ -164,11 +218,45 @@ def _warn_if_small(owner, classifier, y, n_samples):
             )
 
 
+def check_finite_features(owner, features, *, inputs="X"):
+    """Raise ``ValueError`` when a feature map's output is not finite.
+
+    Random Fourier features are cosines, finite for every finite argument: a NaN means
+    that ``X`` times the frequencies overflowed (huge ``X``, or a tiny ``length_scale``).
+    """
+    values = features.data if hasattr(features, "tocsr") else features
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"{owner}: the features of {inputs} are not finite: {inputs} times the random frequencies "
+            "overflowed. Rescale X (e.g. with sklearn.preprocessing.StandardScaler) or raise length_scale."
+        )
+    return features
+
+
+def check_grid_range(owner, X, pitches, shifts):
+    """Raise ``ValueError`` when a cell index of ``X`` in a random grid would overflow int64.
+
+    Random binning numbers the cells of each grid by ``floor((x - shift) / pitch)``.
+    """
+    if X.size == 0:
+        return
+    largest = max(abs(float(np.max(X))), abs(float(np.min(X)))) + float(np.max(np.abs(shifts)))
+    with np.errstate(over="ignore", divide="ignore"):
+        cells = largest / float(np.min(pitches))
+    if not cells < 2.0**62:
+        raise ValueError(
+            f"{owner}: X holds values as large as {largest:.3g}, {cells:.3g} cells of the finest grid "
+            f"(pitch {float(np.min(pitches)):.3g}) from the origin, beyond the 2^62 cells a grid numbers. "
+            "Rescale X or raise length_scale."
+        )
+
+
 def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):
     """scikit-learn's ``validate_data`` with rffkit's rules; returns what it returns.
 
     On top of ``validate_data``: a column of strings is an error naming it (and the
     encoders that fix it); a regressor's non-numeric ``y`` is an error naming ``y``;
+    values beyond :data:`LARGEST_VALUE` in ``X`` or a regressor's ``y`` are an error;
     arrays in error messages are cut to a few values. When fitting a regressor or
     classifier (``reset=True`` and a ``y``) fewer than :data:`MIN_FIT_SAMPLES` rows are an
     error and fewer than :data:`RELIABLE_SAMPLES` rows (or :data:`RELIABLE_SAMPLES_PER_CLASS`
@@ -182,10 +270,14 @@ def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):
         check_params.setdefault("ensure_min_samples", MIN_FIT_SAMPLES)
         if is_regressor(estimator):
             y = _numeric_target(owner, y)
-    with np.printoptions(threshold=_MESSAGE_VALUES, edgeitems=3):
+    # validate_data's finiteness test sums X, which warns on inf - inf before its own error
+    with np.printoptions(threshold=_MESSAGE_VALUES, edgeitems=3), np.errstate(over="ignore", invalid="ignore"):
         validated = validate_data(estimator, X, y, reset=reset, **check_params)
+    X_checked, y_checked = validated if supervised else (validated, None)
+    _check_magnitude(owner, "X", X_checked)
     if supervised:
-        X_checked, y_checked = validated
+        if is_regressor(estimator):
+            _check_magnitude(owner, "y", np.asarray(y_checked, dtype=np.float64), X_checked.dtype)
         _warn_if_small(owner, is_classifier(estimator), y_checked, X_checked.shape[0])
     return validated
 

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._guards import atomic_fit, within_limits
-from ._validation import check_input, seed_from_random_state
+from ._validation import SMALLEST_LENGTH_SCALE, check_grid_range, check_input, seed_from_random_state
 from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
 __all__ = ["RandomBinningFeatures", "bin_hashes"]
@@ -150,7 +150,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     _parameter_constraints = {
         "kernel": [StrOptions(set(KERNELS)), Kernel, callable],
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "length_scale": [Interval(numbers.Real, SMALLEST_LENGTH_SCALE, None, closed="left"), "array-like"],
         "random_state": ["random_state"],
     }
 
@@ -195,6 +195,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         shifts = rng.uniform(size=pitches.shape) * pitches
         odd = rng.integers(0, 2**63, size=n_features, dtype=np.uint64) * np.uint64(2)
         multipliers = odd + np.uint64(1)
+        check_grid_range(owner, X, pitches, shifts)
         keys = bin_hashes(X, pitches, shifts, multipliers)
         per_grid = [np.unique(keys[:, g]) for g in range(self.n_components)]
         self.pitches_ = pitches
@@ -222,6 +223,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         """
         check_is_fitted(self)
         X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
+        check_grid_range(type(self).__name__, X, self.pitches_, self.shifts_)
         keys = bin_hashes(X, self.pitches_, self.shifts_, self._multipliers)
         n_samples = X.shape[0]
         rows, cols = [], []

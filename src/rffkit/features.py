@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._spectral import orthogonal_directions, qmc_uniforms, ridge_leverage_scores_chunked
 from ._guards import atomic_fit, within_limits
-from ._validation import check_input, seed_from_random_state
+from ._validation import SMALLEST_LENGTH_SCALE, check_finite_features, check_input, seed_from_random_state
 from .kernels import KERNELS, Kernel, check_length_scale, get_kernel
 
 __all__ = ["RandomFourierFeatures", "check_length_scale", "draw_frequencies"]
@@ -258,7 +258,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     _parameter_constraints = {
         "kernel": [StrOptions(set(KERNELS)), Kernel, callable],
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "length_scale": [Interval(numbers.Real, SMALLEST_LENGTH_SCALE, None, closed="left"), "array-like"],
         "sampling": [StrOptions({"iid", "orthogonal", "qmc", "leverage"})],
         "variant": [StrOptions({"cos", "cos_sin"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -345,7 +345,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         check_is_fitted(self)
         X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
         W = self.random_weights_.astype(X.dtype, copy=False)
-        projection = X @ W
+        projection = check_finite_features(type(self).__name__, X @ W)
         if self.variant == "cos":
             projection += self.random_offset_.astype(X.dtype, copy=False)
             np.cos(projection, out=projection)

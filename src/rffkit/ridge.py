@@ -22,18 +22,21 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, heldout_path, loo_path, path_coefficients, ridge_spectrum
-from ._streaming import RunningMoments
 from ._sufficient import (
+    MemoryBudgetError,
     RidgeStatistics,
     accumulate,
     add_rows,
+    agree,
     block_rows_for,
     check_memory_budget,
     feature_blocks,
+    fitted_on_first_chunk,
     streamed_loo,
+    streamed_moments,
 )
-from ._validation import check_input, resolve_device, seed_from_random_state, torch_dtype_for
-from .distributed import all_gather_object, broadcast_object, world
+from ._validation import SMALLEST_PENALTY, check_input, resolve_device, seed_from_random_state, torch_dtype_for
+from .distributed import broadcast_object
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
 
@@ -284,7 +287,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],
-        "alphas": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "alphas": [Interval(numbers.Real, SMALLEST_PENALTY, None, closed="left"), "array-like"],
         "alpha_selection": [StrOptions({"gcv", "loo", "holdout"}), None],
         "alpha_per_target": ["boolean"],
         "fit_intercept": ["boolean"],
@@ -441,24 +444,12 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     def _stream_features(self, source):
         """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
-        rank, world_size = world()
         variance = None
         if self.features is None:  # var(X) of the default length scale: one pass, all ranks
-            moments = RunningMoments()
-            for chunk in source.iter_chunks(rank=rank, world_size=world_size):
-                moments.update(chunk.X)
-            merged = RunningMoments()
-            for part in all_gather_object(moments):
-                merged.merge(part)
-            grand_mean = merged.mean.mean()
-            variance = float(np.mean(merged.variance + (merged.mean - grand_mean) ** 2))
-        features = None
-        if rank == 0:
-            first = next(iter(source.iter_chunks())).X
-            features = _feature_map(
-                self, lambda: _default_features(source.n_features, variance, self.random_state))
-            features.fit(first)
-        return broadcast_object(features)
+            moments = streamed_moments(source)
+            variance = float(np.mean(moments.variance + (moments.mean - moments.mean.mean()) ** 2))
+        features = _feature_map(self, lambda: _default_features(source.n_features, variance, self.random_state))
+        return fitted_on_first_chunk(features, source)
 
     def _fit_stream(self, X, y):
         owner = type(self).__name__
@@ -469,9 +460,14 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         np_dtype = np.dtype(source.dtype).type
         width = _dense(features.transform(np.zeros((1, source.n_features), dtype=np_dtype))).shape[1]
         holdout = self.alpha_selection == "holdout"
-        check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
-                            itemsize=np.dtype(np_dtype).itemsize, owner=owner,
-                            parameter="memory_budget", lower="features__n_components")
+        try:
+            check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
+                                itemsize=np.dtype(np_dtype).itemsize, owner=owner,
+                                parameter="memory_budget", lower="features__n_components")
+            error = None
+        except MemoryBudgetError as exc:
+            error = exc
+        agree(error)  # a rank short of memory stops every rank
         train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
         heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device) if holdout else None
         seed = broadcast_object(seed_from_random_state(self.random_state)) if holdout else 0

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._srff_solver import alpha_grid, fit_srff, srff_features, srff_regularisation_path
 from ._guards import atomic_fit, within_limits
 from ._validation import (
+    SMALLEST_LENGTH_SCALE,
     check_input,
     CPUPicklingMixin,
     as_tensor,
@@ -225,7 +226,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "alphas": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
-        "length_scale": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "length_scale": [Interval(numbers.Real, SMALLEST_LENGTH_SCALE, None, closed="left"), None],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "draw_per_alpha": ["boolean"],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -308,10 +309,10 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         search = explicit is None and self.alphas > 1 or explicit is not None and explicit.size > 1
         # round first so that e.g. 1000 / 6000 of 6000 samples is 1000, not 1001
         n_validation = int(np.ceil(round(self.validation_fraction * n_samples, 9))) if search else 0
-        if search and n_samples - n_validation < 2:
+        if search and (n_validation < 1 or n_samples - n_validation < 2):
             raise ValueError(
                 f"{name}: n_samples={n_samples} is too few to hold out validation_fraction="
-                f"{self.validation_fraction} and still train on 2 samples; pass more samples "
+                f"{self.validation_fraction} ({n_validation} rows) and still train on 2 samples; pass more samples "
                 "or a single value in alphas to skip the validation search."
             )
         dtype = torch_dtype_for(X)

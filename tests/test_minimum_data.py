@@ -1,0 +1,200 @@
+"""Minimum data, string columns and short messages (the rules of ``rffkit.exceptions``).
+
+- Fewer than 2 rows: a ValueError for every regressor and classifier; the transformers fit
+  on one row. SRFF's validation search needs 2 training rows after its hold-out.
+- Under 20 rows, or under 10 rows in a class: a SmallSampleWarning, issued only when the
+  fit succeeded; 20 rows and 10 per class: none.
+- A column of strings: a ValueError naming the column (by name in a DataFrame, by position
+  in an array) and the encoders to use; a regressor's string target: one naming y.
+- Messages never print whole arrays: a 1-D X of 1,000 values gives a message of a few
+  hundred characters.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone, is_classifier
+
+from rffkit import (
+    RandomBinningFeatures,
+    RandomFourierFeatures,
+    RFFClassifier,
+    RFFNetClassifier,
+    RFFNetRegressor,
+    RFFRidge,
+    SRFFRegressor,
+)
+from rffkit.exceptions import SmallSampleWarning
+
+SUPERVISED = [
+    RFFRidge(features=RandomFourierFeatures(n_components=16), random_state=0),
+    RFFClassifier(features=RandomFourierFeatures(n_components=16), max_iter=20, random_state=0),
+    SRFFRegressor(n_components=10, alphas=1, max_iter=5, random_state=0),
+    RFFNetRegressor(n_components=16, max_iter=5, random_state=0),
+    RFFNetClassifier(n_components=16, max_iter=5, solver="adam", random_state=0),
+]
+TRANSFORMERS = [RandomFourierFeatures(n_components=16, random_state=0), RandomBinningFeatures(n_components=5)]
+ALL = SUPERVISED + TRANSFORMERS
+
+
+def _ids(estimator):
+    return type(estimator).__name__
+
+
+def _target(estimator, n, rng):
+    if is_classifier(estimator):
+        return np.arange(n) % 2
+    return rng.normal(size=n)
+
+
+def _fit(estimator, X, y=None):
+    return estimator.fit(X) if y is None else estimator.fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", SUPERVISED, ids=_ids)
+def test_one_row_is_an_error(estimator):
+    X = np.ones((1, 3))
+    with pytest.raises(ValueError, match=r"1 sample\(s\) .* minimum of 2 is required"):
+        clone(estimator).fit(X, _target(estimator, 1, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("estimator", TRANSFORMERS, ids=_ids)
+def test_transformers_fit_on_one_row(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Z = clone(estimator).fit_transform(np.ones((1, 3)))
+    assert Z.shape[0] == 1
+
+
+def test_srff_needs_two_training_rows_after_its_hold_out():
+    X, y = np.random.default_rng(0).normal(size=(2, 3)), np.array([0.0, 1.0])
+    with pytest.raises(ValueError, match="too few to hold out validation_fraction"):
+        SRFFRegressor(n_components=10, alphas=3).fit(X, y)
+
+
+@pytest.mark.parametrize("n_rows", [2, 5, 19])
+@pytest.mark.parametrize("estimator", SUPERVISED, ids=_ids)
+def test_under_twenty_rows_warns_after_the_fit(estimator, n_rows):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(n_rows, 3)), _target(estimator, n_rows, rng)
+    model = clone(estimator)
+    with pytest.warns(SmallSampleWarning, match=f"fitted on {n_rows} rows; under 20") as caught:
+        model.fit(X, y)
+    assert hasattr(model, "n_features_in_")  # the warning comes from a finished fit
+    assert all(w.filename == __file__ for w in caught if w.category is SmallSampleWarning)
+
+
+@pytest.mark.parametrize("estimator", SUPERVISED, ids=_ids)
+def test_twenty_rows_and_ten_per_class_do_not_warn(estimator):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), _target(estimator, 20, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [e for e in SUPERVISED if is_classifier(e)], ids=_ids)
+def test_a_class_under_ten_rows_warns(estimator):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.array(["common"] * 33 + ["rare"] * 7)
+    with pytest.warns(SmallSampleWarning, match="class 'rare' has only 7 rows; under 10 per class"):
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", SUPERVISED, ids=_ids)
+def test_a_failing_small_fit_raises_its_error_alone(estimator):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5, 3))
+    X[0, 0] = np.nan
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            clone(estimator).fit(X, _target(estimator, 5, rng))
+    assert not [w for w in caught if w.category is SmallSampleWarning]
+
+
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_a_string_column_of_a_dataframe_is_named(estimator):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=30), "colour": ["red", "blue", "green"] * 10, "age": rng.normal(size=30)})
+    y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
+    model = clone(estimator)
+    with pytest.raises(ValueError) as raised:
+        _fit(model, X, y)
+    message = str(raised.value)
+    assert "column 'colour' (position 1)" in message
+    assert "'red'" in message and "OneHotEncoder" in message and "OrdinalEncoder" in message
+    assert not hasattr(model, "n_features_in_")
+
+
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_a_string_column_of_an_array_is_named_by_position(estimator):
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=30), rng.normal(size=30), np.where(rng.normal(size=30) > 0, "u", "v")])
+    X = X.astype(object)
+    X[:, :2] = X[:, :2].astype(float)
+    y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
+    with pytest.raises(ValueError, match=r"column 2 of X holds strings such as '[uv]' .*OneHotEncoder"):
+        _fit(clone(estimator), X, y)
+
+
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_predict_names_a_string_column_too(estimator):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=30), "age": rng.normal(size=30)})
+    y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
+    model = _fit(clone(estimator), X, y)
+    method = getattr(model, "predict", None) or model.transform
+    with pytest.raises(ValueError, match="column 'age' .* 'old'"):
+        method(X.assign(age=["old"] * 30))
+
+
+def test_numeric_strings_and_objects_still_work():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = rng.normal(size=30)
+    model = RFFRidge(features=RandomFourierFeatures(n_components=16), random_state=0)
+    expected = model.fit(X, y).predict(X)
+    np.testing.assert_array_equal(model.fit(X.astype(str), y).predict(X), expected)
+    np.testing.assert_array_equal(model.fit(X.astype(object), y.astype(str)).predict(X), expected)
+
+
+@pytest.mark.parametrize("estimator", [e for e in SUPERVISED if not is_classifier(e)], ids=_ids)
+def test_a_regressors_string_target_is_named(estimator):
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    y = np.array(["low", "high", "mid"] * 10)
+    with pytest.raises(ValueError, match="y must be numeric for a regressor; it holds 'low'.*classifier"):
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [e for e in SUPERVISED if is_classifier(e)], ids=_ids)
+def test_labels_mixing_strings_and_numbers_are_named(estimator):
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    y = np.array(["a", 1] * 15, dtype=object)
+    with pytest.raises(ValueError, match="y mixes strings and other labels"):
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_messages_never_print_whole_arrays(estimator):
+    X = np.arange(1000.0)
+    y = None if estimator in TRANSFORMERS else _target(estimator, 1000, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array instead") as raised:
+        _fit(clone(estimator), X, y)
+    message = str(raised.value)
+    assert len(message) < 400, message
+    assert "999." in message and "500." not in message  # the ends, not the middle
+
+
+@pytest.mark.parametrize("estimator", SUPERVISED, ids=_ids)
+def test_huge_values_are_refused_with_the_name_of_the_input(estimator):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), _target(estimator, 30, rng)
+    with pytest.raises(ValueError, match=r"X holds values as large as 1e\+300 .*StandardScaler"):
+        clone(estimator).fit(np.where(X > 2, 1e300, X), y)
+    if not is_classifier(estimator):
+        with pytest.raises(ValueError, match=r"y holds values as large as"):
+            clone(estimator).fit(X, y * 1e200)
