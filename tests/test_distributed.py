@@ -26,7 +26,7 @@ import torch.multiprocessing as mp
 
 import rffkit
 from rffkit import RandomFourierFeatures, RFFRidge
-from rffkit._sufficient import all_reduce_bytes
+from rffkit._sufficient import MemoryBudgetError, all_reduce_bytes
 from rffkit.distributed import (
     all_gather_object,
     all_reduce_sum,
@@ -88,6 +88,11 @@ def _rank_main(rank, world_size, port, tables, output):
                 report[f"{n_rows} {name}"] = {
                     "predictions": model.predict(X_test).tolist(), "alpha": model.alpha_,
                     "rows": model.n_rows_seen_, "all_reduce_bytes": log.all_reduce_bytes}
+        try:  # rank 1 alone is short of memory: every rank must stop, not wait in an all-reduce
+            RFFRidge(features=RandomFourierFeatures(n_components=D), memory_budget=10**10 - rank * (10**10 - 10**6)
+                     ).fit(open_table(pattern, target="y"))
+        except MemoryBudgetError as error:
+            report["budget error"] = str(error)
         with open(f"{output}-{rank}.json", "w") as handle:
             json.dump(report, handle)
     finally:
@@ -180,3 +185,9 @@ def test_a_users_torchrun_script_writes_the_model_on_rank_0(tmp_path):
     expected = single.fit(open_table(pattern, target="y")).predict(X_test)
     got = rffkit.load(tmp_path / "model.rffkit").predict(X_test)
     assert np.max(np.abs(got - expected)) <= 1e-6 * np.max(np.abs(expected))
+
+
+def test_a_rank_short_of_memory_stops_every_rank(job):
+    for report in job[0]:
+        assert "memory_budget=1000000" in report["budget error"]
+        assert "lower features__n_components" in report["budget error"]

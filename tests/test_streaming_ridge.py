@@ -72,6 +72,19 @@ def test_statistics_equal_numpy_centring_despite_a_large_offset(blocks):
     np.testing.assert_allclose(target_mean, y.mean(axis=0), rtol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_wide_blocks_add_the_upper_gram_in_column_blocks(dtype):
+    rng = np.random.default_rng(7)
+    Z, y = rng.normal(size=(300, 700)) + 0.5, rng.normal(size=300)  # 700 columns: 3 column blocks
+    statistics = RidgeStatistics(700).update(Z[:120].astype(dtype), y[:120]).update(Z[120:].astype(dtype), y[120:])
+    merged = RidgeStatistics(700).update(Z[:50], y[:50]).merge(RidgeStatistics(700).update(Z[50:], y[50:]))
+    Zc = Z - Z.mean(axis=0)
+    rtol = 1e-10 if dtype == np.float64 else 1e-5
+    for gram in (statistics.centred()[0], merged.centred()[0]):
+        np.testing.assert_allclose(gram.numpy(), Zc.T @ Zc, rtol=rtol, atol=rtol * 300)
+    assert torch.equal(statistics.centred()[0], statistics.centred()[0].T)
+
+
 def test_merge_and_reshift_equal_one_pass():
     rng = np.random.default_rng(2)
     Z, y = rng.normal(size=(900, 5)) + 4.0, rng.normal(size=900) - 2.0
@@ -204,6 +217,7 @@ def test_fits_on_arrays_predict_as_before_streaming(name):
 CONFIGURATIONS = {
     "default features, gcv": dict(),
     "rff, gcv": dict(features=rff()),
+    "wide rff (Gram in column blocks), gcv": dict(features=rff(n_components=600)),
     "rff, loo": dict(features=rff(), alpha_selection="loo"),
     "fixed alpha, no intercept": dict(features=rff(), alphas=0.3, alpha_selection=None, fit_intercept=False),
 }

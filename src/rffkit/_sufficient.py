@@ -39,12 +39,15 @@ import scipy.sparse as sp
 import torch
 
 from ._ridge_path import RidgeSpectrum, loo_sums
-from ._streaming import validation_mask
-from .distributed import all_reduce_sum, world
+from ._streaming import RunningMoments, validation_mask
+from .distributed import all_gather_object, all_reduce_sum, broadcast_object, world
 
 __all__ = [
     "RidgeStatistics",
     "all_reduce_statistics",
+    "streamed_moments",
+    "fitted_on_first_chunk",
+    "agree",
     "feature_blocks",
     "add_rows",
     "accumulate",
@@ -62,6 +65,8 @@ __all__ = [
 DEFAULT_BUDGET_FRACTION = 0.5
 #: A block of features (rows x D) is kept near this size: large enough for fast products.
 _BLOCK_BYTES = 64 * 2**20
+#: Columns per block of the upper-triangular Gram update.
+_GRAM_BLOCK = 256
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
@@ -78,6 +83,30 @@ def _tensor(array, device):
             array = array.copy()
         tensor = torch.from_numpy(np.ascontiguousarray(array))
     return tensor.to(device)
+
+
+def _add_upper_gram(gram, Z):
+    """Add ``Z^T Z`` to ``gram`` (float64), computing only the blocks on or above the diagonal.
+
+    Columns go in blocks of about ``_GRAM_BLOCK`` (one block below 512 columns); the
+    products of a block with itself and with the later columns run in the dtype of ``Z``,
+    about 9/16 of the work of a full ``Z^T Z`` for 8 blocks (36% faster for D = 2,000 on
+    one core). Below the diagonal blocks ``gram`` is left as it was: readers mirror the
+    upper triangle (:func:`_symmetric`).
+    """
+    width = Z.shape[1]
+    if width < 2 * _GRAM_BLOCK:
+        gram += (Z.T @ Z).to(torch.float64)
+        return
+    edges = np.linspace(0, width, math.ceil(width / _GRAM_BLOCK) + 1).astype(int)
+    for start, stop in zip(edges[:-1], edges[1:]):
+        gram[start:stop, start:] += (Z[:, start:stop].T @ Z[:, start:]).to(torch.float64)
+
+
+def _symmetric(gram):
+    """The symmetric matrix whose upper triangle (diagonal included) is that of ``gram``."""
+    upper = torch.triu(gram)
+    return upper + torch.triu(gram, diagonal=1).T
 
 
 class RidgeStatistics:
@@ -106,7 +135,8 @@ class RidgeStatistics:
     feature_sum : Tensor of shape (D,)
         ``sum (z - c)``.
     gram : Tensor of shape (D, D)
-        ``sum (z - c)(z - c)^T``.
+        ``sum (z - c)(z - c)^T``, kept up to date on and above the diagonal only (the
+        readers mirror it).
     cross : Tensor of shape (D, T)
         ``sum (z - c)(y - t)^T``.
     target_sum : Tensor of shape (T,)
@@ -167,7 +197,7 @@ class RidgeStatistics:
         shifted = Z - self.feature_shift.to(Z.dtype) if self.fit_intercept else Z
         targets = y - self.target_shift
         self.feature_sum += shifted.sum(dim=0).to(torch.float64)  # a cascade sum in the block's dtype
-        self.gram += (shifted.T @ shifted).to(torch.float64)
+        _add_upper_gram(self.gram, shifted)
         self.cross += (shifted.T @ targets.to(Z.dtype)).to(torch.float64)
         self.target_sum += targets.sum(dim=0)
         self.target_squares += (targets * targets).sum(dim=0)
@@ -247,14 +277,14 @@ class RidgeStatistics:
         self._require_rows()
         n, s1, sy = self.count, self.feature_sum, self.target_sum
         if self.fit_intercept:
-            gram = self.gram - torch.outer(s1, s1) / n
+            gram = _symmetric(self.gram) - torch.outer(s1, s1) / n
             cross = self.cross - torch.outer(s1, sy) / n
             y_norm2 = self.target_squares - sy * sy / n
             feature_mean, target_mean = self.feature_shift + s1 / n, self.target_shift + sy / n
         else:
-            gram, cross, y_norm2 = self.gram, self.cross, self.target_squares
+            gram, cross, y_norm2 = _symmetric(self.gram), self.cross, self.target_squares
             feature_mean, target_mean = torch.zeros_like(s1), torch.zeros_like(sy)
-        gram = (gram + gram.T) / 2.0
+        gram = (gram + gram.T) / 2.0  # the rank-one correction's rounding
         return gram, cross, torch.clamp(y_norm2, min=0.0), feature_mean, target_mean
 
     def centred_at(self, feature_mean, target_mean):
@@ -265,7 +295,8 @@ class RidgeStatistics:
         """
         self._require_rows()
         moved = self.copy().reshift(feature_mean, target_mean)
-        return (moved.gram + moved.gram.T) / 2.0, moved.cross, torch.clamp(moved.target_squares, min=0.0)
+        gram = _symmetric(moved.gram)
+        return (gram + gram.T) / 2.0, moved.cross, torch.clamp(moved.target_squares, min=0.0)
 
     def spectrum(self):
         """The primal :class:`~rffkit._ridge_path.RidgeSpectrum` of these rows (float64).
@@ -351,6 +382,64 @@ def all_reduce_statistics(*statistics):
     for item, piece in zip(statistics, packed):
         item._unpack(buffer[start:start + piece.shape[0]])
         start += piece.shape[0]
+
+
+def streamed_moments(source):
+    """Column means and variances of every row of ``source``, the same on every rank.
+
+    Each rank reads its share into a :class:`~rffkit._streaming.RunningMoments`; the
+    ranks' moments are gathered and merged in rank order, so every rank holds the same
+    bits. One pass over the data.
+
+    Parameters
+    ----------
+    source : TableSource or ArraySource
+
+    Returns
+    -------
+    RunningMoments
+    """
+    rank, world_size = world()
+    moments = RunningMoments()
+    for chunk in source.iter_chunks(rank=rank, world_size=world_size):
+        moments.update(chunk.X)
+    merged = RunningMoments()
+    for part in all_gather_object(moments):
+        merged.merge(part)
+    return merged
+
+
+def fitted_on_first_chunk(transformer, source):
+    """``transformer`` fitted on the first chunk of ``source`` by rank 0, on every rank.
+
+    Rank 0 reads the table's first chunk (whatever its share), fits, and broadcasts the
+    fitted transformer, so every rank transforms with the same random draws even when
+    the fit looks at the data. The other ranks' ``transformer`` is not used.
+
+    Parameters
+    ----------
+    transformer : object with ``fit(X)``
+    source : TableSource or ArraySource
+
+    Returns
+    -------
+    The fitted transformer
+    """
+    if world()[0] == 0:
+        transformer.fit(next(iter(source.iter_chunks())).X)
+    return broadcast_object(transformer)
+
+
+def agree(error):
+    """Raise on every rank the first rank's error, if any rank had one (a collective call).
+
+    A check that passes on some ranks and fails on others (a memory budget read from each
+    machine's free memory) must stop all of them, or the others wait in the next
+    all-reduce. ``error`` is this rank's exception or None.
+    """
+    errors = [item for item in all_gather_object(error) if item is not None]
+    if errors:
+        raise errors[0]
 
 
 def feature_blocks(transform, X, block_rows):
