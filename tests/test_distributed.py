@@ -8,6 +8,7 @@ they agree to about 1e-12) and checks that the bytes follow ``1 + D + D (D + 1) 
 float64s whatever the number of rows.
 """
 
+import glob
 import json
 import os
 import socket
@@ -88,6 +89,10 @@ def _rank_main(rank, world_size, port, tables, output):
                 report[f"{n_rows} {name}"] = {
                     "predictions": model.predict(X_test).tolist(), "alpha": model.alpha_,
                     "rows": model.n_rows_seen_, "all_reduce_bytes": log.all_reduce_bytes}
+        pattern, X_test = tables[1800]
+        X_mine, y_mine = arrays_of(pattern, rank)  # arrays are the rank's own, never split further
+        holdout = RFFRidge(features=RandomFourierFeatures(n_components=D), alpha_selection="holdout", random_state=0)
+        report["arrays holdout"] = holdout.fit(X_mine, y_mine).predict(X_test).tolist()
         try:  # rank 1 alone is short of memory: every rank must stop, not wait in an all-reduce
             RFFRidge(features=RandomFourierFeatures(n_components=D), memory_budget=10**10 - rank * (10**10 - 10**6)
                      ).fit(open_table(pattern, target="y"))
@@ -97,6 +102,12 @@ def _rank_main(rank, world_size, port, tables, output):
             json.dump(report, handle)
     finally:
         dist.destroy_process_group()
+
+
+def arrays_of(pattern, rank):
+    """Rows ``rank::2`` of the table, as arrays."""
+    table = pq.read_table(sorted(glob.glob(pattern))).to_pandas()
+    return table[[f"x{j}" for j in range(4)]].iloc[rank::2], table["y"].to_numpy()[rank::2]
 
 
 def free_port():
@@ -191,3 +202,13 @@ def test_a_rank_short_of_memory_stops_every_rank(job):
     for report in job[0]:
         assert "memory_budget=1000000" in report["budget error"]
         assert "lower features__n_components" in report["budget error"]
+
+
+def test_arrays_are_fitted_by_each_rank_alone(job):
+    reports, _, tables = job
+    pattern, X_test = tables[1800]
+    for rank, report in enumerate(reports):
+        X_mine, y_mine = arrays_of(pattern, rank)
+        alone = RFFRidge(features=RandomFourierFeatures(n_components=D), alpha_selection="holdout", random_state=0)
+        expected = alone.fit(X_mine, y_mine).predict(X_test)
+        np.testing.assert_allclose(report["arrays holdout"], expected, rtol=1e-10)

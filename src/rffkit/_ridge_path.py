@@ -29,6 +29,15 @@ Generalised cross-validation (Golub, Heath and Wahba, 1979) is
 O(n r max(n, D)), the eigendecomposition O(r^3); then GCV costs O(r T) per alpha and
 LOO O(n r (1 + T)) per alpha, plus O(n D r) once to form ``U`` in the primal form
 (done in row blocks so that ``U`` is never held whole).
+
+Streamed fits (:mod:`rffkit._sufficient`) build the primal spectrum from sufficient
+statistics instead of ``Z``; two functions serve them. :func:`loo_sums` adds up the
+squared leave-one-out residuals of a block of rows (exact LOO is a second pass over the
+data, since ``h_ii`` needs each row), and :func:`heldout_path` scores every alpha on
+held-out rows from their statistics alone: with ``A``, ``b``, ``c`` the held-out
+``sum (z - mean_z)(z - mean_z)^T``, ``sum (z - mean_z)(y - mean_y)`` and
+``sum (y - mean_y)^2`` about the training means, the squared error of ``w(alpha)`` is
+``c - 2 w^T b + w^T A w``.
 """
 
 from __future__ import annotations

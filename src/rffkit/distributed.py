@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -44,15 +45,43 @@ __all__ = [
     "broadcast_object",
     "all_gather_object",
     "process_group",
+    "local",
     "count_traffic",
     "TrafficLog",
 ]
 
 _LOGS = []
+_STATE = threading.local()
 
 
 def _initialised():
-    return dist.is_available() and dist.is_initialized()
+    return dist.is_available() and dist.is_initialized() and not getattr(_STATE, "local", 0)
+
+
+@contextmanager
+def local():
+    """Within the block this process acts alone, whatever process group it belongs to.
+
+    :func:`world` returns ``(0, 1)`` and the collectives are identities, so a streamed fit
+    inside the block reads every row of its source and sends nothing. Estimators use it
+    for data held in memory, which each rank has in full or for itself.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> from rffkit.distributed import local, world
+    >>> with local():
+    ...     world()
+    (0, 1)
+    """
+    _STATE.local = getattr(_STATE, "local", 0) + 1
+    try:
+        yield
+    finally:
+        _STATE.local -= 1
 
 
 def world():
@@ -264,7 +293,7 @@ def process_group(backend=None, *, timeout_seconds=1800):
     ...     print(rank, world_size)
     0 1
     """
-    if _initialised() or "WORLD_SIZE" not in os.environ or not dist.is_available():
+    if not dist.is_available() or dist.is_initialized() or "WORLD_SIZE" not in os.environ:
         yield world()
         return
     if backend is None:

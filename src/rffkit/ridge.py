@@ -36,7 +36,7 @@ from ._sufficient import (
     streamed_moments,
 )
 from ._validation import SMALLEST_PENALTY, check_input, resolve_device, seed_from_random_state, torch_dtype_for
-from .distributed import broadcast_object
+from .distributed import broadcast_object, local
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
 
@@ -259,7 +259,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     rank reads its share, the feature map is fitted on rank 0 and broadcast, and the
     statistics are summed with ``all_reduce``; every rank ends with the same model.
     Only rank 0 should write files (:func:`rffkit.distributed.is_main_process`). Arrays
-    in memory are never split: each process fits on what it is given.
+    in memory are never split, 'holdout' included: each process fits on what it is given.
 
     References
     ----------
@@ -377,8 +377,11 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self : RFFRidge
             The fitted estimator.
         """
-        if _is_stream(X) or self.alpha_selection == "holdout":
+        if _is_stream(X):
             return self._fit_stream(X, y)
+        if self.alpha_selection == "holdout":  # arrays are this process's own: never split over ranks
+            with local():
+                return self._fit_stream(X, y)
         X, y = check_input(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
             y_numeric=True, multi_output=True, ensure_min_samples=2,
