@@ -288,7 +288,9 @@ def _real(results):
     flights = _row(regression, **{"data set": "flights", "method": "HGB"})["n_train x inputs"]
     noise = [row["noise < median real (every seed)"] for row in targets]
     cap = re.search(r"capped at ([\d,]+) rows", text).group(1)
-    quick = f" (a quick run: tables cut to {cap} rows, one split)" if name == "real_quick.md" else ""
+    splits = len(re.search(r"seeds \[([^]]*)\]", text).group(1).split(","))
+    quick = (f" (a quick run: tables cut to {cap} rows, one split)" if name == "real_quick.md" else
+             f" (11 public tables of up to {cap} rows, mean over {splits} splits)")
     n_train, n_inputs = flights.split(" x ")
     return (
         f"**On real data**{quick}: against scikit-learn's HistGradientBoosting at its defaults, RFFNet at its "
