@@ -224,6 +224,85 @@ def test_classifier_binary_decision_function():
     np.testing.assert_array_equal(model.predict(X), model.classes_[(scores > 0).astype(int)])
 
 
+def test_classifier_defaults_to_the_search_and_a_logistic_head():
+    """Relevances from the least-squares search, then the logistic head at the chosen penalty."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 6))
+    y = (np.sin(2 * X[:, 0]) + X[:, 3] + 0.5 * rng.normal(size=500) > 0).astype(int)
+    model = RFFNetClassifier(random_state=0).fit(X, y)
+    assert model.solver_ == "varpro"
+    assert set(np.argsort(-model.feature_importances_)[:2]) == {0, 3}
+    # the head is the penalised logistic optimum on the model's own features
+    layer = model.model_.rff
+    Z = layer(torch_tensor(model._standardise(X))).detach().numpy()
+    train = np.setdiff1d(np.arange(500), _validation_rows(model, X, y))
+    reference = LogisticRegression(C=1.0 / (2.0 * model.alpha_ * train.shape[0]), tol=1e-10, max_iter=10_000)
+    reference.fit(Z[train], y[train])
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], reference.predict_proba(Z)[:, 1], atol=2e-3)
+    assert model.best_validation_loss_ == pytest.approx(
+        -np.mean(np.log(model.predict_proba(X)[_validation_rows(model, X, y), y[_validation_rows(model, X, y)]])),
+        rel=1e-4,
+    )
+
+
+def torch_tensor(array):
+    import torch
+
+    return torch.as_tensor(array, dtype=torch.float64)
+
+
+def _validation_rows(model, X, y):
+    """The rows the fit held out (the estimator's own split, redone)."""
+    from sklearn.model_selection import train_test_split
+
+    from rffkit._validation import draw_seeds
+
+    split_seed = draw_seeds(model.random_state, 3)[0]
+    n_val = int(math.floor(model.validation_fraction * X.shape[0]))
+    return np.sort(train_test_split(np.arange(X.shape[0]), test_size=n_val, random_state=split_seed,
+                                    stratify=y)[1])
+
+
+def test_classifier_probabilities_are_calibrated_on_a_known_model():
+    """Log-loss and Brier score close to those of the true probabilities, unlike Algorithm 1's."""
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1600, 4))
+    truth = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] - 1.5 * X[:, 1] ** 2 + 1.0)))
+    y = (rng.uniform(size=1600) < truth).astype(int)
+    train, test = slice(0, 800), slice(800, None)
+    model = RFFNetClassifier(random_state=0).fit(X[train], y[train])
+    proba = model.predict_proba(X[test])[:, 1]
+    assert log_loss(y[test], proba) < log_loss(y[test], truth[test]) + 0.03
+    assert brier_score_loss(y[test], proba) < brier_score_loss(y[test], truth[test]) + 0.01
+
+
+def test_classifier_without_validation_split_and_with_fixed_alpha():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=300), [-0.6, 0.6])
+    cross_validated = RFFNetClassifier(random_state=0, early_stopping=False).fit(X, y)
+    assert cross_validated.best_validation_score_ is None and cross_validated.score(X, y) > 0.85
+    fixed = RFFNetClassifier(random_state=0, alpha=1e-3).fit(X, y)
+    assert fixed.alpha_ == 1e-3 and fixed.score(X, y) > 0.85
+
+
+def test_iterative_solvers_warn_when_they_stop_on_max_iter():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = make_jordan_se1(300, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Adam stopped on max_iter=2"):
+        RFFNetRegressor(solver="adam", max_iter=2, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="relevance search .* max_iter=1"):
+        RFFNetRegressor(max_iter=1, random_state=0, alpha=1e-3, rescale_groups=False, align_frequencies=False,
+                        prune_relevances=False).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Adam stopped"):
+        RFFNetClassifier(solver="adam", max_iter=2, random_state=0).fit(X, y > 0)
+
+
 # -- bad input -----------------------------------------------------------------------
 
 X_OK = np.random.default_rng(0).normal(size=(40, 3))
@@ -272,7 +351,7 @@ def test_varpro_needs_linear_head():
     with pytest.raises(ValueError, match="solver='varpro'"):
         RFFNetRegressor(solver="varpro", hidden_layer_sizes=(5,)).fit(X_OK, Y_OK)
     with pytest.raises(ValueError, match="solver='varpro'"):
-        RFFNetClassifier(solver="varpro").fit(X_OK, Y_OK > 0)
+        RFFNetClassifier(solver="varpro", hidden_layer_sizes=(5,)).fit(X_OK, Y_OK > 0)
 
 
 def test_single_class_and_wrong_width_and_unfitted():

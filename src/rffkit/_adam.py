@@ -47,7 +47,7 @@ def _mean_loss(model, loss_fn, X, y, batch_size):
 def fit_alternating_adam(
     model, loss_fn, X, y, X_val, y_val, *, alpha, learning_rate, batch_size, max_iter, n_iter_no_change, tol,
     generator, penalised, relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks,
-    settings=DEFAULT_SETTINGS, progress=None,
+    convergence_patience=10, settings=DEFAULT_SETTINGS, progress=None,
 ):
     """Alternating Adam steps on the head and on the relevances, with early stopping.
 
@@ -81,6 +81,11 @@ def fit_alternating_adam(
     make_optimisers : callable, default=two_adam_blocks
         ``make_optimisers(head_parameters, relevances, learning_rate)`` returns the
         optimisers stepped in turn on every batch.
+    convergence_patience : int, default=10
+        Without ``n_iter_no_change``, the epochs without progress that count as
+        converged: a run that ends on ``max_iter`` with progress in its last
+        ``n_iter_no_change`` (or ``convergence_patience``) epochs sets
+        ``history.stopped_on_max_iter``.
     settings : RFFNetSettings
     progress : callable or None
         Called as ``progress(epoch, train_loss, validation_loss)`` after every epoch.
@@ -147,10 +152,11 @@ def fit_alternating_adam(
             best, stall = score, 0
             history.state = snapshot(model)
             history.best_validation_loss = score
-        elif n_iter_no_change is not None:
+        else:
             stall += 1
-            if stall >= n_iter_no_change:
+            if n_iter_no_change is not None and stall >= n_iter_no_change:
                 break
     history.n_iter = epoch
+    history.stopped_on_max_iter = epoch >= max_iter and stall < (n_iter_no_change or convergence_patience)
     model.load_state_dict(history.state)
     return history

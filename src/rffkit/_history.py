@@ -22,6 +22,11 @@ class FitHistory:
     best_validation_loss : float
     n_iter : int
         Epochs or L-BFGS iterations run.
+    stopped_on_max_iter : bool
+        The solver ended on its iteration limit while still improving: Adam's last
+        epoch was ``max_iter`` with progress in the last ``n_iter_no_change``
+        epochs, or the last stage of the relevance search ran ``max_iter`` L-BFGS
+        iterations with progress in its last ``n_iter_no_change``.
     """
 
     state: dict
@@ -29,6 +34,7 @@ class FitHistory:
     validation_loss: list = field(default_factory=list)
     best_validation_loss: float = math.inf
     n_iter: int = 0
+    stopped_on_max_iter: bool = False
 
     def record(self, train_loss, validation_loss):
         """Append one iteration's losses."""

@@ -20,7 +20,9 @@ The first two are screened on a subsample by a ridge fit at the search's penalty
 the best is confirmed once; every confirmation refits the head on all training rows
 and, with a validation split, must lower the validation squared error by more than
 two standard errors of the paired per-sample differences (a small split must not
-pick a model by luck); without one, the GCV score by a relative margin. Candidate
+pick a model by luck); without one, the GCV score by a relative margin. The head is
+that of :mod:`rffkit._heads`: ridge (squared error) by default, or the classifier's
+logistic head (log-loss), while the screening always fits ridge on ``y``. Candidate
 layers are new objects: nothing is changed in place.
 """
 
@@ -31,6 +33,7 @@ import math
 import numpy as np
 import torch
 
+from ._heads import RidgeHeads
 from ._ridge import fit_ridge_head
 from ._settings import DEFAULT_SETTINGS
 from ._validation import SEED_BOUND
@@ -129,34 +132,41 @@ def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
                             relevances=relevances)
 
 
-def _confirm(layer, X, y, X_val, y_val, kept_head, kept_loss, head_alpha, settings):
-    """The head of ``layer`` on all of ``X`` and whether it beats the kept one: ``(head, accepted, loss)``.
+def _confirm(layer, heads, kept_head, kept_loss, settings):
+    """The head of ``layer`` on all training rows and whether it beats the kept one: ``(head, accepted, loss)``.
 
-    With a validation split the per-sample squared error must fall by more than two
-    standard errors of the paired differences from ``kept_loss``; without one, the
-    GCV score by ``settings.margin``. ``loss`` is the new per-sample validation loss.
+    With a validation split (``kept_loss`` not None) the per-sample validation loss
+    must fall by more than two standard errors of the paired differences from
+    ``kept_loss``; without one, the head's score by ``settings.margin``. ``loss`` is the
+    new per-sample validation loss.
     """
-    Z_val = None if X_val is None else layer(X_val)
-    head = fit_ridge_head(layer(X), y, Z_val, y_val, head_alpha, settings.alpha_grid)
-    if X_val is None:
+    head = heads.fit(layer)
+    if kept_loss is None:
         return head, bool(head.score < kept_head.score * (1.0 - settings.margin)), None
-    loss = head.sample_losses(Z_val, y_val)
+    loss = heads.validation_losses(head, layer)
     gain = (kept_loss - loss).double()
     return head, bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0])), loss
 
 
-def _prune(layer, X, y, X_val, y_val, head, loss, head_alpha, settings):
-    """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones."""
+def _prune(layer, heads, head, loss, settings, screen=None):
+    """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones.
+
+    With ``screen`` (a costly head, see :mod:`rffkit._heads`) a candidate is confirmed
+    only if its screening score is below that of ``layer``.
+    """
     relevances = layer.relevances.detach()
     magnitude = relevances.abs()
     best, tried = (layer, head), []
+    baseline = None if screen is None else screen(layer)
     for fraction in settings.prune_fractions:
         candidate = torch.where(magnitude < fraction * magnitude.max(), 0.0, relevances)
         if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
             continue
         tried.append(candidate)
         pruned = layer.replace(relevances=candidate)
-        new_head, accepted, _ = _confirm(pruned, X, y, X_val, y_val, head, loss, head_alpha, settings)
+        if screen is not None and not screen(pruned) < baseline:
+            continue
+        new_head, accepted, _ = _confirm(pruned, heads, head, loss, settings)
         if accepted and (best[0] is layer or new_head.score < best[1].score):
             best = (pruned, new_head)
     return best
@@ -164,7 +174,7 @@ def _prune(layer, X, y, X_val, y_val, head, loss, head_alpha, settings):
 
 @torch.no_grad()
 def refine_layer(
-    layer, X, y, X_val, y_val, head, *, search_alpha, head_alpha, generator, rescale_groups=True,
+    layer, X, y, X_val, y_val, head, *, search_alpha, generator, head_alpha="auto", heads=None, rescale_groups=True,
     sample_frequencies=None, prune=False, settings=DEFAULT_SETTINGS, progress=None,
 ):
     """The refinement moves of the module docstring; returns the kept ``(layer, head)``.
@@ -176,14 +186,18 @@ def refine_layer(
     X, y, X_val, y_val : Tensor
         Training and validation data (``X_val`` may be None: then the alignment move,
         whose selection has seen the training target, is skipped).
-    head : RidgeHead
-        The head of ``layer`` on all training rows.
+    head : RidgeHead or LogisticHead
+        The head of ``layer`` on all training rows (as ``heads`` fits it).
     search_alpha : float
-        Penalty of the screening fits.
-    head_alpha : float or 'auto'
-        Penalty of the confirming head (chosen from ``settings.alpha_grid`` for 'auto').
+        Penalty of the screening fits (ridge fits on ``y``).
     generator : torch.Generator
         Draws the screening rows and seeds the candidate frequencies.
+    head_alpha : float or 'auto', default='auto'
+        Penalty of the confirming ridge head (chosen from ``settings.alpha_grid`` for
+        'auto') when ``heads`` is None.
+    heads : RidgeHeads, LogisticHeads or None, default=None
+        Fits the confirming heads and gives their per-sample validation losses
+        (:mod:`rffkit._heads`); None: ridge heads on ``(X, y)`` at ``head_alpha``.
     rescale_groups : bool, default=True
     sample_frequencies : callable or None, default=None
         ``sample_frequencies(rng, n_features, n)``, the kernel's spectral sampler; None
@@ -199,9 +213,11 @@ def refine_layer(
     -------
     layer : ARDRandomFourierFeatures
         ``layer`` itself or the confirmed candidate.
-    head : RidgeHead
+    head : RidgeHead or LogisticHead
         Its head.
     """
+    if heads is None:
+        heads = RidgeHeads(X, y, X_val, y_val, alpha=head_alpha, alphas=settings.alpha_grid)
     report = progress or (lambda move: None)
     n_train = X.shape[0]
     take = min(max(settings.screen_rows, settings.score_rows), n_train)
@@ -213,7 +229,7 @@ def refine_layer(
         Z_val = None if X_val is None else candidate(X_val)
         return fit_ridge_head(candidate(X_screen), y_screen, Z_val, y_val, search_alpha, settings.alpha_grid).score
 
-    loss = None if X_val is None else head.sample_losses(layer(X_val), y_val)
+    loss = heads.validation_losses(head, layer)
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
 
     def consider(candidates):
@@ -232,10 +248,10 @@ def refine_layer(
         consider(_aligned_layers(best, X[scored], y[scored], sample_frequencies, generator, settings))
     if best is not layer:
         report("confirmation")
-        new_head, accepted, new_loss = _confirm(best, X, y, X_val, y_val, head, loss, head_alpha, settings)
+        new_head, accepted, new_loss = _confirm(best, heads, head, loss, settings)
         if accepted:
             layer, head, loss = best, new_head, new_loss
     if prune:
         report("pruning")
-        layer, head = _prune(layer, X, y, X_val, y_val, head, loss, head_alpha, settings)
+        layer, head = _prune(layer, heads, head, loss, settings, screen if heads.costly else None)
     return layer, head

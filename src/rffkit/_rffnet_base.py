@@ -19,15 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._adam import fit_alternating_adam
+from ._heads import RidgeHeads
 from ._progress import FitProgress
 from ._refine import refine_layer
 from ._search import default_n_components, search_relevances
 from ._settings import DEFAULT_SETTINGS
 from ._validation import (
+    FLOAT32_MAX,
+    LARGEST_LEARNING_RATE,
     CPUPicklingMixin,
     as_tensor,
     draw_seeds,
@@ -75,14 +79,14 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
         "variant": [StrOptions({"cos", "cos_sin"})],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "alpha": [Interval(numbers.Real, 0, FLOAT32_MAX, closed="both"), StrOptions({"auto"})],
         "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "rescale_groups": ["boolean"],
         "align_frequencies": ["boolean"],
         "prune_relevances": ["boolean"],
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions({"auto", "adam", "varpro"})],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(numbers.Real, 0, LARGEST_LEARNING_RATE, closed="right")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -148,6 +152,37 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
 
     def _stratify(self, target):
         return None
+
+    def _surrogate_target(self, y, n_outputs):
+        """The least-squares target of the 'varpro' search for the target tensor ``y`` (None stays None)."""
+        return y
+
+    def _output_heads(self, problem, auto_alpha, surrogate_alpha):
+        """The model's head fitter for 'varpro' (:mod:`rffkit._heads`); None: the surrogate's ridge head.
+
+        ``surrogate_alpha`` is the penalty of the surrogate's ridge head on the same layer.
+        """
+        return None
+
+    def _warn_if_not_converged(self, history, solver, head=None):
+        """ConvergenceWarning when a solver stopped on its iteration limit."""
+        name = type(self).__name__
+        if history.stopped_on_max_iter:
+            what = "Adam" if solver == "adam" else "the last stage of the relevance search (L-BFGS)"
+            warnings.warn(
+                f"{name}: {what} stopped on max_iter={self.max_iter} while still improving; "
+                "increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+        if head is not None and not getattr(head, "converged", True):
+            warnings.warn(
+                f"{name}: the L-BFGS fit of the logistic head at alpha={head.alpha:g} stopped after "
+                f"{head.n_iter} iterations without meeting its tolerance (nearly separable classes); "
+                "a larger alpha helps.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
 
     # -- the fit, top to bottom ---------------------------------------------------------------------
     def _fit(self, X, y):
@@ -215,30 +250,48 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         )
 
     def _solve_varpro(self, problem, progress):
-        """Relevance search, ridge head, refinement moves: ``(model, history, alpha)``."""
+        """Relevance search, head, refinement moves: ``(model, history, alpha)``.
+
+        The search and the screening of the refinement moves fit ridge on the
+        least-squares target (:meth:`_surrogate_target`); the model's head is the one
+        :meth:`_output_heads` fits (ridge for the regressor, logistic for the
+        classifier), and with a validation split that head judges the refinement moves.
+        """
         p, settings = problem, self._settings
         auto_alpha = isinstance(self.alpha, str)
+        y_train, y_val = self._surrogate_target(p.y_train, p.n_outputs), self._surrogate_target(p.y_val, p.n_outputs)
         found = search_relevances(
-            p.layer, p.X_train, p.y_train, p.X_val, p.y_val,
+            p.layer, p.X_train, y_train, p.X_val, y_val,
             alpha=settings.default_alpha if auto_alpha else float(self.alpha), auto_alpha=auto_alpha,
             max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change, tol=self.tol, generator=p.generator,
             relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(progress),
         )
-        layer, head = p.layer, found.head
+        surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
+                               alphas=settings.alpha_grid)
+        # the output heads judge the moves when a validation split can score them
+        judge = self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None
+        judge = judge or surrogate
+        layer, head = p.layer, found.head if judge is surrogate else judge.fit(p.layer)
+        judge = judge.around(head.alpha)
         if self.rescale_groups or self.align_frequencies or self.prune_relevances:
             layer, head = refine_layer(
-                p.layer, p.X_train, p.y_train, p.X_val, p.y_val, head,
-                search_alpha=found.alpha, head_alpha="auto" if auto_alpha else found.alpha, generator=p.generator,
-                rescale_groups=self.rescale_groups,
+                p.layer, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
+                search_alpha=found.alpha, generator=p.generator, rescale_groups=self.rescale_groups,
                 sample_frequencies=KERNELS[self.kernel].sample_frequencies if self.align_frequencies else None,
                 prune=self.prune_relevances, settings=settings,
                 progress=lambda move: progress.stage(f"refinement: {move}"),
             )
+        heads = judge
+        if p.X_val is None:
+            heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate
+            if heads is not surrogate:
+                progress.stage("head")
+                head = heads.fit(layer)
         model = RFFNetModule(layer, p.hidden, p.n_outputs, p.generator)
+        heads.install(model, head)
         history = found.history
+        self._warn_if_not_converged(history, "varpro", head)
         with torch.no_grad():
-            model.first_linear.weight.copy_(head.coef.reshape(p.n_outputs, -1))
-            model.first_linear.bias.copy_(head.intercept.reshape(p.n_outputs))
             if p.X_val is not None:
                 final = float(self._loss_fn()(model(p.X_val), p.y_val))
                 history.validation_loss.append(final)
@@ -261,8 +314,10 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             alpha=alpha, learning_rate=self.learning_rate, batch_size=self.batch_size, max_iter=self.max_iter,
             n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
             generator=p.generator, penalised=[model.first_linear.weight], relevances=p.layer.relevances,
-            relevance_penalty=self.relevance_penalty, settings=self._settings, progress=report,
+            relevance_penalty=self.relevance_penalty, convergence_patience=self.n_iter_no_change,
+            settings=self._settings, progress=report,
         )
+        self._warn_if_not_converged(history, "adam")
         return model, history, alpha
 
     def _set_fitted(self, X, problem, model, history, alpha):

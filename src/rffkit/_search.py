@@ -161,6 +161,7 @@ class _Stage:
                 raise StopIteration
 
     def run(self, max_iter, max_evaluations):
+        """L-BFGS-B from the layer's relevances; True when it stopped on ``max_iter`` still improving."""
         from scipy.optimize import minimize
 
         start = self.layer.relevances.detach().double().cpu().numpy()
@@ -168,12 +169,14 @@ class _Stage:
         if self.relevance_penalty > 0:  # |lambda| is what matters: solve on lambda >= 0
             start, bounds = np.abs(start), [(0.0, None)] * start.shape[0]
         try:
-            minimize(
+            result = minimize(
                 self.objective, start, jac=True, method="L-BFGS-B", callback=self.callback, bounds=bounds,
                 options={"maxiter": max_iter, "maxfun": max_evaluations},
             )
         except _NonFiniteObjective:
-            pass
+            return False
+        # ended on the iteration limit while still improving (not on the flop budget, nor converged)
+        return bool(result.nit >= max_iter and (self.n_iter_no_change is None or self.stall < self.n_iter_no_change))
 
 
 def fit_variable_projection(
@@ -211,7 +214,8 @@ def fit_variable_projection(
     Returns
     -------
     FitHistory
-        ``state`` holds the best relevances.
+        ``state`` holds the best relevances; ``stopped_on_max_iter`` tells whether the
+        last stage ended on ``max_iter`` while still improving.
     """
     order = torch.randperm(X.shape[0], generator=generator).to(X.device)
     history = FitHistory(state=snapshot(layer))
@@ -223,7 +227,7 @@ def fit_variable_projection(
         )
         budget = settings.search_flop_budget
         evaluations = 15_000 if budget is None else stage_evaluations(m, s, budget)  # 15,000: SciPy's default
-        stage.run(max_iter, max(evaluations, settings.min_stage_evaluations))
+        history.stopped_on_max_iter = stage.run(max_iter, max(evaluations, settings.min_stage_evaluations))
         layer.load_state_dict(history.state)  # the next stage starts from the best so far
     return history
 

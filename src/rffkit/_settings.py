@@ -80,6 +80,30 @@ class RFFNetSettings:
     #: Fractions of the largest relevance under which the pruning move zeroes relevances.
     prune_fractions: tuple = (0.1, 0.2, 0.3)
 
+    # -- the classifier's logistic head ------------------------------------------------------
+    #: L-BFGS iterations and gradient tolerance of each preconditioned logistic fit
+    #: (:func:`rffkit._logistic.logistic_head_path`); preconditioned, a fit takes 5-40.
+    logistic_max_iter: int = 300
+    #: Penalties of the logistic head when ``alpha='auto'``: half-decades 1e-6 ... 1.
+    #: Smaller ones only make a nearly separable problem's probabilities more extreme,
+    #: and their fits are the slow ones.
+    logistic_alpha_grid: tuple = tuple(10.0 ** (-k / 2.0) for k in range(12, -1, -1))
+    logistic_tol: float = 1e-5
+    #: The penalty path (``alpha_grid``, largest first) stops once the validation
+    #: log-loss has exceeded its best for this many penalties in a row.
+    logistic_patience: int = 2
+    #: Without a validation split (and on more than ``logistic_cv_rows`` rows) the
+    #: head's penalty is the surrogate ridge head's
+    #: (chosen by GCV) times this: a Newton step from zero on the logistic loss, whose
+    #: curvature is about 1/4 where the squared loss has 2, shrinks like ridge at
+    #: ``alpha / 8``.
+    logistic_alpha_ratio: float = 0.125
+    #: On at most this many training rows the head's penalty is chosen by stratified
+    #: cross-validation with this many folds instead of on the validation split (a
+    #: few dozen held-out rows choose it by luck).
+    logistic_cv_rows: int = 1000
+    logistic_cv_folds: int = 5
+
     # -- the Adam solver ----------------------------------------------------------------------
     #: Non-finite losses cured by restoring the best state and halving the step, at most.
     max_divergence_restarts: int = 5

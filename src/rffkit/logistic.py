@@ -1,7 +1,8 @@
 """Logistic regression on random features: L2-penalised, binary or multinomial, in torch.
 
 :class:`RFFClassifier` is the classification counterpart of :class:`~rffkit.RFFRidge`;
-:func:`fit_logistic` holds its L-BFGS solver.
+its L-BFGS solver, :func:`fit_logistic`, lives with the other logistic numerics in
+:mod:`rffkit._logistic` (RFFNet's logistic head uses them too).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -20,122 +20,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._guards import atomic_fit, within_limits
-from ._validation import check_input, resolve_device, torch_dtype_for
+from ._logistic import fit_logistic, logistic_objective
+from ._validation import FLOAT32_MAX, check_input, resolve_device, torch_dtype_for
 from .ridge import fitted_features
 
-__all__ = ["RFFClassifier", "fit_logistic"]
-
-
-def logistic_objective(weights, bias, Z, target, alpha):
-    """``mean_i loss_i + alpha / 2 ||W||_F^2`` (bias unpenalised).
-
-    One logit column (``weights`` of shape (D, 1)) is the binary model with the
-    logistic loss ``log(1 + exp(-y_i f_i))``; ``K >= 2`` columns are the multinomial
-    model with the softmax cross-entropy.
-
-    Parameters
-    ----------
-    weights : Tensor of shape (D, 1) or (D, K)
-        The weights ``W``.
-    bias : Tensor of shape (1,) or (K,)
-        The intercepts.
-    Z : Tensor of shape (n, D)
-        The random features.
-    target : Tensor of shape (n,)
-        0/1 floats for the binary model, class indices (long) for the multinomial one.
-    alpha : float
-        The L2 penalty.
-
-    Returns
-    -------
-    Tensor
-        The objective, a scalar.
-
-    Examples
-    --------
-    >>> import torch
-    >>> Z = torch.zeros(4, 3, dtype=torch.float64)
-    >>> value = logistic_objective(torch.zeros(3, 1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64),
-    ...                            Z, torch.tensor([0.0, 1.0, 0.0, 1.0], dtype=torch.float64), 1.0)
-    >>> round(float(value), 4)  # log 2 at W = 0
-    0.6931
-    """
-    logits = Z @ weights + bias
-    if weights.shape[1] == 1:
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], target)
-    else:
-        loss = torch.nn.functional.cross_entropy(logits, target)
-    return loss + 0.5 * alpha * (weights * weights).sum()
-
-
-def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, dtype, device):
-    """Minimise :func:`logistic_objective` by full-batch L-BFGS from zero.
-
-    Parameters
-    ----------
-    Z : ndarray of shape (n, D)
-        The random features.
-    labels : ndarray of shape (n,)
-        Integer class indices in ``[0, n_classes)``.
-    n_classes : int
-        2 gives the binary model (one logit), more the multinomial one.
-    alpha, fit_intercept, max_iter, tol : float, bool, int, float
-        As in :class:`RFFClassifier`.
-    dtype, device : torch.dtype, torch.device
-        Where and in which precision to compute.
-
-    Returns
-    -------
-    weights : Tensor of shape (D, K)
-        ``K = 1`` for two classes.
-    bias : Tensor of shape (K,)
-        Zeros when ``fit_intercept=False``.
-    n_iter : int
-        L-BFGS iterations run.
-    gradient_norm : float
-        The largest absolute gradient entry at the returned point.
-
-    Examples
-    --------
-    >>> import numpy as np, torch
-    >>> Z = np.array([[1.0], [2.0], [-1.0], [-2.0]])
-    >>> weights, bias, n_iter, gradient = fit_logistic(
-    ...     Z, np.array([1, 1, 0, 0]), 2, alpha=0.1, fit_intercept=True, max_iter=100,
-    ...     tol=1e-8, dtype=torch.float64, device="cpu")
-    >>> weights.shape, bool(weights[0, 0] > 0), gradient < 1e-8
-    (torch.Size([1, 1]), True, True)
-    """
-    Zt = torch.as_tensor(np.ascontiguousarray(Z), dtype=dtype, device=device)
-    n_out = 1 if n_classes == 2 else n_classes
-    if n_out == 1:
-        target = torch.as_tensor(labels, dtype=dtype, device=device)
-    else:
-        target = torch.as_tensor(labels, dtype=torch.long, device=device)
-    weights = torch.zeros(Zt.shape[1], n_out, dtype=dtype, device=device, requires_grad=True)
-    bias = torch.zeros(n_out, dtype=dtype, device=device, requires_grad=fit_intercept)
-    params = [weights, bias] if fit_intercept else [weights]
-    optimizer = torch.optim.LBFGS(
-        params,
-        lr=1.0,
-        max_iter=max_iter,
-        max_eval=2 * max_iter,
-        tolerance_grad=tol,
-        tolerance_change=float(torch.finfo(dtype).eps),
-        history_size=20,
-        line_search_fn="strong_wolfe",
-    )
-
-    def closure():
-        optimizer.zero_grad()
-        value = logistic_objective(weights, bias, Zt, target, alpha)
-        value.backward()
-        return value
-
-    optimizer.step(closure)
-    closure()
-    gradient = max(float(p.grad.abs().max()) for p in params)
-    n_iter = int(optimizer.state[optimizer._params[0]].get("n_iter", 0))
-    return weights.detach(), bias.detach(), max(n_iter, 1), gradient
+__all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
 
 
 class RFFClassifier(ClassifierMixin, BaseEstimator):
@@ -212,7 +101,7 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, FLOAT32_MAX, closed="both")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],

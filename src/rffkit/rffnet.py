@@ -23,6 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ._heads import LogisticHeads
 from ._rffnet_base import BaseRFFNet
 from ._guards import atomic_fit, within_limits
 from ._validation import as_tensor, check_input
@@ -54,8 +55,10 @@ _PARAMETERS = """
         repeated at 1e-3, 1e-2, 1e-1 and 1, from the uniform start and from one
         proportional to each feature's marginal R^2, and the best head on
         validation is kept; on a larger split it is repeated at 1 only when the
-        first model explains under 5% of the validation variance. 'auto' with
-        'adam': 1e-4. The value used is ``alpha_``.
+        first model explains under 5% of the validation variance. The classifier's
+        logistic head then takes its own penalty from half-decades 1e-6 ... 1, by
+        validation log-loss, or by 5-fold cross-validation on a training split of at
+        most 1,000 rows. 'auto' with 'adam': 1e-4. The value used is ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (Otto &
         Izbicki, 2022), applied by its proximal step ('adam') or as L-BFGS-B on
@@ -83,15 +86,20 @@ _PARAMETERS = """
     solver : {'auto', 'varpro', 'adam'}, default='auto'
         'varpro' eliminates ``beta`` in closed form and runs L-BFGS on ``lambda``
         over coarse-to-fine subsamples, then fits the head on all training rows
-        (squared loss and linear head only). 'adam' is Algorithm 1 of Otto & Izbicki
-        (2022): alternating Adam steps on the head and on ``lambda`` over
-        mini-batches. 'auto' picks 'varpro' where it applies, else 'adam'.
+        (linear head only). The classifier's search runs on the least-squares
+        problem of its one-hot labels (kernel ridge classification); its head is
+        then logistic (multinomial), fitted by preconditioned L-BFGS on the fixed
+        features, and it judges the refinement moves by validation log-loss. 'adam'
+        is Algorithm 1 of Otto & Izbicki (2022): alternating Adam steps on the head
+        and on ``lambda`` over mini-batches. 'auto' picks 'varpro' where it applies,
+        else 'adam'.
     learning_rate : float, default=1e-2
         'adam' only: the Adam step size.
     batch_size : int, default=256
         'adam' only: rows per mini-batch.
     max_iter : int, default=100
         Epochs for 'adam'; most L-BFGS iterations per search stage for 'varpro'.
+        Stopping on it while still improving issues a ``ConvergenceWarning``.
     tol : float, default=1e-4
         Relative improvement of the monitored loss that counts as progress.
     early_stopping : bool, default=True
@@ -142,7 +150,9 @@ _ATTRIBUTES = """
         Training objective per epoch, or GCV score per L-BFGS iteration.
     validation_loss_curve_ : ndarray
         The monitored loss at the same points (for 'varpro' followed by the final
-        model's validation loss), in the target's units.
+        model's validation loss), in the target's units. The classifier's 'varpro'
+        search monitors the squared error of its one-hot surrogate, and its final
+        entry is the validation log-loss.
     best_validation_loss_ : float
         The monitored loss of the fitted model.
     best_validation_score_ : float or None
@@ -266,8 +276,12 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
     __doc__ = (
         """RFFNet for classification (cross-entropy), binary or multiclass.
 
-    The same model with one output per class and the cross-entropy loss, fitted by
-    the 'adam' solver; labels may be of any type and are returned as given.
+    The same model with one output per class and the cross-entropy loss. By default
+    ('varpro') the relevances are learned by the variable-projection search on the
+    least-squares problem of the one-hot labels, and the head is the penalised
+    logistic (multinomial) regression on the learned features, its penalty chosen by
+    held-out log-loss, so ``predict_proba`` is a fitted probability model rather than
+    a squashed score. Labels may be of any type and are returned as given.
 """
         + _PARAMETERS
         + _ATTRIBUTES.format(score="Accuracy")
@@ -309,8 +323,33 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
         n_val = int(np.floor(self.validation_fraction * target.shape[0]))
         return target if counts.min() >= 2 and n_val >= counts.shape[0] else None
 
+    _supports_varpro = True
+
     def _target_tensor(self, target, device):
         return as_tensor(target, dtype=torch.long, device=device)
+
+    def _surrogate_target(self, labels, n_classes):
+        """One-hot labels (the indicator of the second class for two): kernel ridge classification."""
+        if labels is None:
+            return None
+        if n_classes == 2:
+            return labels.to(torch.float32).reshape(-1, 1)
+        return torch.nn.functional.one_hot(labels, n_classes).to(torch.float32)
+
+    def _output_heads(self, problem, auto_alpha, surrogate_alpha):
+        settings = self._settings
+        cross_validate = problem.X_train.shape[0] <= settings.logistic_cv_rows
+        if not auto_alpha:
+            alphas = (float(self.alpha),)
+        elif problem.X_val is None and not cross_validate:
+            alphas = (surrogate_alpha * settings.logistic_alpha_ratio,)
+        else:
+            alphas = settings.logistic_alpha_grid
+        return LogisticHeads(
+            problem.X_train, problem.y_train, problem.X_val, problem.y_val, problem.n_outputs, alphas=alphas,
+            max_iter=settings.logistic_max_iter, tol=settings.logistic_tol, patience=settings.logistic_patience,
+            n_folds=settings.logistic_cv_folds if cross_validate else None,
+        )
 
     def _loss_fn(self):
         return nn.CrossEntropyLoss()

@@ -1,0 +1,476 @@
+"""Logistic regression on fixed features: tensors in, tensors out.
+
+One home for the package's logistic numerics: :func:`logistic_objective` (binary or
+multinomial, L2-penalised), :func:`minimise_logistic` (full-batch L-BFGS from a given
+point, optionally in preconditioned coordinates), :func:`fit_logistic` (from zero, the
+solver of :class:`~rffkit.RFFClassifier`) and :func:`logistic_head_path`, RFFNet's
+logistic head: the penalty chosen along a path by validation log-loss, every fit
+preconditioned by one eigendecomposition of the centred feature Gram matrix.
+
+Preconditioning: near the optimum the Hessian of the mean log-loss in the weights is
+``Zc^T W Zc / n`` with ``W`` the probability curvatures (at most 1/4 for two classes),
+so with ``Zc^T Zc = V diag(s) V^T`` the change of variables
+``weights = V diag(1 / sqrt(c s / n + a)) gamma`` (``c`` the curvature at the class
+frequencies, ``a`` the penalty's curvature) makes it close to the identity in
+``gamma``, and L-BFGS needs tens of iterations where on ``weights`` it needs hundreds.
+The directions with ``s = 0`` carry no data and their optimal weights are 0: they are
+left out, so when ``n < D`` the solve runs in ``n - 1`` coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = [
+    "logistic_objective",
+    "minimise_logistic",
+    "objective_and_gradient",
+    "fit_logistic",
+    "LogisticHead",
+    "logistic_spectrum",
+    "logistic_head_path",
+]
+
+
+def logistic_objective(weights, bias, Z, target, alpha):
+    """``mean_i loss_i + alpha / 2 ||W||_F^2`` (bias unpenalised).
+
+    One logit column (``weights`` of shape (D, 1)) is the binary model with the
+    logistic loss ``log(1 + exp(-y_i f_i))``; ``K >= 2`` columns are the multinomial
+    model with the softmax cross-entropy.
+
+    Parameters
+    ----------
+    weights : Tensor of shape (D, 1) or (D, K)
+        The weights ``W``.
+    bias : Tensor of shape (1,) or (K,)
+        The intercepts.
+    Z : Tensor of shape (n, D)
+        The features.
+    target : Tensor of shape (n,)
+        0/1 floats for the binary model, class indices (long) for the multinomial one.
+    alpha : float
+        The L2 penalty.
+
+    Returns
+    -------
+    Tensor
+        The objective, a scalar.
+
+    Examples
+    --------
+    >>> import torch
+    >>> Z = torch.zeros(4, 3, dtype=torch.float64)
+    >>> value = logistic_objective(torch.zeros(3, 1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64),
+    ...                            Z, torch.tensor([0.0, 1.0, 0.0, 1.0], dtype=torch.float64), 1.0)
+    >>> round(float(value), 4)  # log 2 at W = 0
+    0.6931
+    """
+    logits = Z @ weights + bias
+    return _mean_loss(logits, target) + 0.5 * alpha * (weights * weights).sum()
+
+
+def _mean_loss(logits, target):
+    if logits.shape[1] == 1:
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], target)
+    return torch.nn.functional.cross_entropy(logits, target)
+
+
+def _sample_losses(logits, target):
+    if logits.shape[1] == 1:
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], target, reduction="none")
+    return torch.nn.functional.cross_entropy(logits, target, reduction="none")
+
+
+def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, max_iter=500, tol=1e-6,
+                      preconditioner=None, history_size=20):
+    """Minimise :func:`logistic_objective` by full-batch L-BFGS from ``(weights, bias)``.
+
+    SciPy's L-BFGS-B drives the iterations on a float64 vector; the objective and its
+    gradient are computed by torch in the dtype and on the device of ``Z``.
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n, D)
+    target : Tensor of shape (n,)
+        As in :func:`logistic_objective`.
+    alpha : float
+        The penalty of :func:`logistic_objective`.
+    weights : Tensor of shape (D, K)
+        The starting weights (not changed).
+    bias : Tensor of shape (K,)
+        The starting intercepts (not changed).
+    fit_intercept : bool, default=True
+    max_iter : int, default=500
+        Most L-BFGS iterations.
+    tol : float, default=1e-6
+        Stop when the largest absolute gradient entry (in the solved coordinates)
+        falls below ``tol``.
+    preconditioner : tuple of Tensor or None, default=None
+        ``(V, d)`` with orthonormal columns ``V`` (D, r) and scales ``d`` (r,): solve
+        for ``gamma`` with ``weights = V diag(d) gamma`` (see the module docstring);
+        the weights are then confined to the span of ``V``. ``V`` None stands for the
+        identity (``r = D``).
+    history_size : int, default=20
+        L-BFGS memory.
+
+    Returns
+    -------
+    weights : Tensor of shape (D, K)
+    bias : Tensor of shape (K,)
+    n_iter : int
+        L-BFGS iterations run (at least 1).
+    gradient_norm : float
+        The largest absolute gradient entry at the returned point, in the solved
+        coordinates.
+    """
+    from scipy.optimize import minimize
+
+    dtype, device = Z.dtype, Z.device
+    V = d = None
+    if preconditioner is None:
+        start = weights.detach().to(dtype)
+        to_weights = lambda gamma: gamma  # noqa: E731
+    elif preconditioner[0] is None:
+        d = preconditioner[1].to(dtype)
+        start = weights.detach().to(dtype) / d[:, None]
+        to_weights = lambda gamma: d[:, None] * gamma  # noqa: E731
+    else:
+        V, d = preconditioner
+        start = (V.T @ weights.detach().to(V.dtype)) / d[:, None]
+        to_weights = lambda gamma: (V @ (d[:, None] * gamma.to(V.dtype))).to(dtype)  # noqa: E731
+    shape, n_out = start.shape, start.shape[1]
+    size = start.numel()
+    initial = torch.cat([start.reshape(-1).double(), bias.detach().reshape(-1).double()]).cpu().numpy()
+    fixed_bias = bias.detach().to(dtype)
+    last = {}
+
+    def objective(vector):
+        values = torch.as_tensor(vector, device=device)
+        gamma = values[:size].reshape(shape).to(start.dtype)
+        intercept = values[size:].to(dtype) if fit_intercept else fixed_bias
+        value, weight_gradient, bias_gradient = objective_and_gradient(to_weights(gamma), intercept, Z, target, alpha)
+        if V is not None:  # the chain rule through weights = V diag(d) gamma
+            weight_gradient = d[:, None] * (V.T @ weight_gradient.to(V.dtype))
+        elif d is not None:
+            weight_gradient = d[:, None] * weight_gradient
+        if not fit_intercept:
+            bias_gradient = torch.zeros_like(bias_gradient)
+        gradient = torch.cat([weight_gradient.reshape(-1).double(), bias_gradient.double()]).cpu().numpy()
+        last["gradient"] = float(np.abs(gradient).max())
+        return value, gradient
+
+    result = minimize(objective, initial, jac=True, method="L-BFGS-B",
+                      options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,
+                               "maxcor": history_size})
+    solution = torch.as_tensor(result.x, device=device)
+    gamma = solution[:size].reshape(shape).to(start.dtype)
+    intercept = solution[size:].to(dtype) if fit_intercept else fixed_bias
+    objective(result.x)  # the gradient at the returned point
+    return to_weights(gamma), intercept, max(int(result.nit), 1), last["gradient"]
+
+
+@torch.no_grad()
+def objective_and_gradient(weights, bias, Z, target, alpha):
+    """:func:`logistic_objective` and its gradients in closed form: ``(value, d/dW, d/db)``.
+
+    With logits ``F = Z W + b`` and probabilities ``P`` (sigmoid of the one logit, or
+    softmax), the gradient of the mean loss is ``Z^T (P - Y) / n`` in ``W`` and the
+    column sums of ``(P - Y) / n`` in ``b`` (``Y`` the 0/1 target or the one-hot labels),
+    plus ``alpha W`` from the penalty: one pass of ``Z`` forward and one back.
+    """
+    n = Z.shape[0]
+    logits = Z @ weights + bias
+    if weights.shape[1] == 1:
+        f = logits[:, 0]
+        loss = torch.nn.functional.softplus(f) - target * f
+        residual = (torch.sigmoid(f) - target)[:, None]
+    else:
+        log_normaliser = torch.logsumexp(logits, dim=1)
+        loss = log_normaliser - logits.gather(1, target[:, None])[:, 0]
+        residual = torch.exp(logits - log_normaliser[:, None])
+        residual[torch.arange(n, device=Z.device), target] -= 1.0
+    residual /= n
+    value = float(loss.mean()) + 0.5 * alpha * float((weights * weights).sum())
+    return value, Z.T @ residual + alpha * weights, residual.sum(dim=0)
+
+
+def _as_target(labels, n_classes, dtype, device):
+    if n_classes == 2:
+        return torch.as_tensor(labels, device=device).to(dtype)
+    return torch.as_tensor(labels, device=device).long()
+
+
+def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, dtype, device):
+    """Minimise :func:`logistic_objective` by full-batch L-BFGS from zero.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, D)
+        The random features.
+    labels : ndarray of shape (n,)
+        Integer class indices in ``[0, n_classes)``.
+    n_classes : int
+        2 gives the binary model (one logit), more the multinomial one.
+    alpha, fit_intercept, max_iter, tol : float, bool, int, float
+        As in :class:`~rffkit.RFFClassifier`.
+    dtype, device : torch.dtype, torch.device
+        Where and in which precision to compute.
+
+    Returns
+    -------
+    weights : Tensor of shape (D, K)
+        ``K = 1`` for two classes.
+    bias : Tensor of shape (K,)
+        Zeros when ``fit_intercept=False``.
+    n_iter : int
+        L-BFGS iterations run.
+    gradient_norm : float
+        The largest absolute gradient entry at the returned point.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> Z = np.array([[1.0], [2.0], [-1.0], [-2.0]])
+    >>> weights, bias, n_iter, gradient = fit_logistic(
+    ...     Z, np.array([1, 1, 0, 0]), 2, alpha=0.1, fit_intercept=True, max_iter=100,
+    ...     tol=1e-8, dtype=torch.float64, device="cpu")
+    >>> weights.shape, bool(weights[0, 0] > 0), gradient < 1e-8
+    (torch.Size([1, 1]), True, True)
+    """
+    Zt = torch.as_tensor(np.ascontiguousarray(Z), dtype=dtype, device=device)
+    n_out = 1 if n_classes == 2 else n_classes
+    target = _as_target(labels, n_classes, dtype, device)
+    weights = torch.zeros(Zt.shape[1], n_out, dtype=dtype, device=device)
+    bias = torch.zeros(n_out, dtype=dtype, device=device)
+    return minimise_logistic(Zt, target, alpha, weights=weights, bias=bias, fit_intercept=fit_intercept,
+                             max_iter=max_iter, tol=tol)
+
+
+@dataclass(frozen=True)
+class LogisticHead:
+    """A fitted logistic head on features ``Z``: logits ``Z coef + intercept``.
+
+    ``coef`` has one column for two classes (the logit of the second) and one per
+    class otherwise; ``score`` is the mean validation log-loss (or, without a
+    validation split, the training objective); ``converged`` tells whether L-BFGS
+    met its tolerance before ``max_iter`` at the chosen penalty.
+    """
+
+    alpha: float
+    coef: torch.Tensor
+    intercept: torch.Tensor
+    score: float
+    converged: bool
+    n_iter: int
+
+    def logits(self, Z):
+        """One logit per class, shape (n, n_classes): ``[0, f]`` for two classes."""
+        f = Z.to(self.coef.dtype) @ self.coef + self.intercept
+        return torch.cat([torch.zeros_like(f), f], dim=1) if f.shape[1] == 1 else f
+
+    def sample_losses(self, Z, labels):
+        """Per-sample log-loss on ``(Z, labels)``: shape (n,)."""
+        f = Z.to(self.coef.dtype) @ self.coef + self.intercept
+        return _sample_losses(f, _as_target(labels, 2 if f.shape[1] == 1 else f.shape[1], f.dtype, f.device))
+
+
+@dataclass(frozen=True)
+class LogisticSpectrum:
+    """``Zc^T Zc = V diag(s) V^T`` restricted to ``s > 0``, and the column means of ``Z``."""
+
+    mean: torch.Tensor
+    eigenvalues: torch.Tensor
+    eigenvectors: torch.Tensor
+
+
+@torch.no_grad()
+def logistic_spectrum(Z, *, relative_floor=1e-10):
+    """Eigendecomposition of the centred Gram matrix of ``Z`` (in float64), null space dropped.
+
+    The smaller of ``Zc^T Zc`` (D x D) and ``Zc Zc^T`` (n x n) is decomposed; in the
+    dual form the eigenvectors of the primal are ``Zc^T U diag(1 / sqrt(s))``.
+    Eigenvalues under ``relative_floor`` times the largest count as zero.
+
+    Returns
+    -------
+    LogisticSpectrum
+    """
+    mean = Z.mean(dim=0)
+    Zc = (Z - mean).double()
+    n, D = Zc.shape
+    if D <= n:
+        s, V = torch.linalg.eigh(Zc.T @ Zc)
+        keep = s > relative_floor * s.max().clamp_min(1e-300)
+        s, V = s[keep], V[:, keep]
+    else:
+        s, U = torch.linalg.eigh(Zc @ Zc.T)
+        keep = s > relative_floor * s.max().clamp_min(1e-300)
+        s, U = s[keep], U[:, keep]
+        V = (Zc.T @ U) / s.sqrt()
+    return LogisticSpectrum(mean, s, V)
+
+
+def _class_curvature(labels, n_classes):
+    """Mean curvature of the log-loss at the class frequencies: ``mean_k pi_k (1 - pi_k)`` (``pi (1 - pi)`` for two)."""
+    frequencies = np.bincount(np.asarray(labels), minlength=n_classes) / max(len(labels), 1)
+    if n_classes == 2:
+        return float(max(frequencies[1] * (1.0 - frequencies[1]), 1e-3))
+    return float(max(np.mean(frequencies * (1.0 - frequencies)), 1e-3))
+
+
+class _PrincipalProblem:
+    """A logistic problem in the principal coordinates ``G = Zc V`` of a :class:`LogisticSpectrum`.
+
+    :meth:`solve` fits the rows ``rows`` (None: all) at one penalty, warm-started from
+    ``(theta, bias)``, preconditioned and restricted to the directions the penalty does
+    not shrink to nothing (see :func:`logistic_head_path`).
+    """
+
+    def __init__(self, Z, labels, n_classes, spectrum, *, max_iter, tol, relative_floor):
+        self.dtype = torch.float64
+        self.spectrum = spectrum
+        self.G = (Z - spectrum.mean).to(self.dtype) @ spectrum.eigenvectors
+        self.labels = torch.as_tensor(labels, device=Z.device)
+        self.target = _as_target(self.labels, n_classes, self.dtype, Z.device)
+        self.n_out = 1 if n_classes == 2 else n_classes
+        self.n_classes, self.max_iter, self.tol, self.relative_floor = n_classes, max_iter, tol, relative_floor
+        self.data_curvature = _class_curvature(self.labels.cpu().numpy(), n_classes) * spectrum.eigenvalues / Z.shape[0]
+
+    def start(self):
+        """``(theta, bias)`` at zero weights and the log class frequencies."""
+        log_prior = torch.bincount(self.labels, minlength=self.n_classes).to(self.dtype).clamp_min(0.5).log()
+        bias = (log_prior[1:] - log_prior[:1]) if self.n_out == 1 else log_prior - log_prior.mean()
+        return torch.zeros(self.G.shape[1], self.n_out, dtype=self.dtype, device=self.G.device), bias
+
+    def solve(self, alpha, theta, bias, rows=None):
+        """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``)."""
+        G, target = (self.G, self.target) if rows is None else (self.G[rows], self.target[rows])
+        # directions the penalty shrinks by more than 1 / relative_floor hold (almost) no weight
+        active = torch.nonzero(self.data_curvature >= self.relative_floor * 2.0 * alpha).flatten()
+        scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
+        solved, bias, n_iter, gradient = minimise_logistic(
+            G[:, active], target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
+            tol=self.tol, preconditioner=(None, scales),
+        )
+        theta = torch.zeros_like(theta)
+        theta[active] = solved
+        return theta, bias, bool(n_iter < self.max_iter or gradient <= self.tol), n_iter
+
+    def head(self, alpha, theta, bias, score, converged, n_iter):
+        """The :class:`LogisticHead` on the original features ``Z``."""
+        coef = self.spectrum.eigenvectors @ theta
+        return LogisticHead(float(alpha), coef, bias - self.spectrum.mean.to(self.dtype) @ coef, score, converged,
+                            n_iter)
+
+
+def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_iter=300, tol=1e-5, patience=2,
+                       spectrum=None, relative_floor=1e-6, n_folds=None):
+    """The logistic head whose penalty, among ``alphas``, has the least held-out log-loss.
+
+    Minimises ``mean_i loss_i + alpha ||W||^2`` (RFFNet's objective: twice the
+    ``alpha`` of :func:`logistic_objective`) for each ``alpha`` from the largest down,
+    each fit warm-started from the previous one and preconditioned by one
+    eigendecomposition of the centred Gram matrix (:func:`logistic_spectrum`, see the
+    module docstring), and scores it on the validation split, or, with ``n_folds``,
+    by ``n_folds``-fold cross-validation on ``(Z, labels)`` (folds stratified by class
+    in the order of the rows; the spectrum of all rows preconditions every fold): a
+    split of a few dozen rows picks the penalty by luck, mostly a too small one when
+    it happens to be separable. The path stops once the held-out log-loss has
+    exceeded its best for ``patience`` penalties in a row. Without a validation split
+    or folds only the first penalty is fitted (pass the one wanted).
+
+    Parameters
+    ----------
+    Z : Tensor of shape (n, D)
+    labels : ndarray or Tensor of shape (n,)
+        Class indices in ``[0, n_classes)``.
+    n_classes : int
+    Z_val : Tensor or None
+    labels_val : ndarray, Tensor or None
+    alphas : sequence of float
+    max_iter, tol : int, float
+        Of each L-BFGS solve (:func:`minimise_logistic`).
+    patience : int, default=2
+    spectrum : LogisticSpectrum or None
+        Reused when given (it must be that of ``Z``).
+    relative_floor : float, default=1e-6
+        Eigen-directions whose data curvature is under this fraction of the
+        penalty's are left out of the fit at that penalty (their weights are 0):
+        the penalty shrinks them to nothing anyway, and the fit costs ``O(n r K)`` per
+        evaluation in the ``r`` directions kept.
+    n_folds : int or None, default=None
+        Choose the penalty by cross-validation instead of on ``(Z_val, labels_val)``.
+
+    Returns
+    -------
+    LogisticHead
+        The intercept absorbs the centring: logits are ``Z coef + intercept``;
+        ``score`` is the held-out log-loss (the training objective when nothing is
+        held out).
+    """
+    spectrum = logistic_spectrum(Z) if spectrum is None else spectrum
+    problem = _PrincipalProblem(Z, labels, n_classes, spectrum, max_iter=max_iter, tol=tol,
+                                relative_floor=relative_floor)
+    alphas = sorted(alphas, reverse=True)
+    if n_folds:
+        return _cross_validated_path(problem, alphas, n_folds, patience)
+    theta, bias = problem.start()
+    if Z_val is not None:
+        G_val = (Z_val - spectrum.mean).to(problem.dtype) @ spectrum.eigenvectors
+        target_val = _as_target(torch.as_tensor(labels_val, device=Z.device), n_classes, problem.dtype, Z.device)
+    best, stall = None, 0
+    for alpha in alphas:
+        theta, bias, converged, n_iter = problem.solve(alpha, theta, bias)
+        with torch.no_grad():
+            if Z_val is None:
+                score = float(logistic_objective(theta, bias, problem.G, problem.target, 2.0 * alpha))
+            else:
+                score = float(_mean_loss(G_val @ theta + bias, target_val))
+        head = problem.head(alpha, theta, bias, score, converged, n_iter)
+        if Z_val is None:
+            return head
+        if best is None or score < best.score or not math.isfinite(best.score):
+            best, stall = head, 0
+        else:
+            stall += 1
+            if stall >= patience:
+                break
+    return best
+
+
+def _cross_validated_path(problem, alphas, n_folds, patience):
+    """The path of :func:`logistic_head_path` scored by stratified ``n_folds``-fold cross-validation."""
+    labels = problem.labels.cpu().numpy()
+    fold = np.empty(labels.shape[0], dtype=np.int64)
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        fold[members] = np.arange(members.shape[0]) % n_folds
+    device = problem.G.device
+    splits = [(torch.as_tensor(np.flatnonzero(fold != k), device=device),
+               torch.as_tensor(np.flatnonzero(fold == k), device=device)) for k in range(n_folds)]
+    states = [problem.start() for _ in splits]
+    best_alpha, best_score, stall = None, math.inf, 0
+    for alpha in alphas:
+        held_out = 0.0
+        for k, (train, test) in enumerate(splits):
+            theta, bias, _, _ = problem.solve(alpha, *states[k], rows=train)
+            states[k] = (theta, bias)
+            with torch.no_grad():
+                held_out += float(_sample_losses(problem.G[test] @ theta + bias, problem.target[test]).sum())
+        score = held_out / labels.shape[0]
+        if best_alpha is None or score < best_score:
+            best_alpha, best_score, best_states, stall = alpha, score, list(states), 0
+        else:
+            stall += 1
+            if stall >= patience:
+                break
+    # all rows at the chosen penalty, from the folds' mean solution
+    theta = sum(state[0] for state in best_states) / n_folds
+    bias = sum(state[1] for state in best_states) / n_folds
+    theta, bias, converged, n_iter = problem.solve(best_alpha, theta, bias)
+    return problem.head(best_alpha, theta, bias, best_score, converged, n_iter)

@@ -1,0 +1,127 @@
+"""The logistic numerics of rffkit._logistic (RFFNet's logistic head, RFFClassifier's solver) against references."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+from rffkit._logistic import (
+    logistic_head_path,
+    logistic_objective,
+    logistic_spectrum,
+    minimise_logistic,
+    objective_and_gradient,
+)
+
+ALPHAS = tuple(10.0 ** (-k / 2.0) for k in range(0, 11))
+
+
+def _features(n=240, D=60, n_classes=2, seed=0):
+    """Random-feature-like columns (cosines of random projections) and labels that depend on them."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    W = rng.normal(size=(3, D))
+    Z = np.sqrt(2.0 / D) * np.cos(X @ W + rng.uniform(0, 2 * np.pi, D))
+    score = np.sin(2 * X[:, 0]) + X[:, 1] + 0.7 * rng.normal(size=n)
+    labels = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    return torch.as_tensor(Z, dtype=torch.float64), labels
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_closed_form_gradient_matches_autograd(n_classes):
+    Z, labels = _features(n_classes=n_classes)
+    n_out = 1 if n_classes == 2 else n_classes
+    rng = np.random.default_rng(1)
+    weights = torch.tensor(rng.normal(size=(Z.shape[1], n_out)), dtype=torch.float64, requires_grad=True)
+    bias = torch.tensor(rng.normal(size=n_out), dtype=torch.float64, requires_grad=True)
+    target = torch.as_tensor(labels, dtype=torch.float64 if n_classes == 2 else torch.long)
+    reference = logistic_objective(weights, bias, Z, target, 0.3)
+    reference.backward()
+    value, weight_gradient, bias_gradient = objective_and_gradient(weights.detach(), bias.detach(), Z, target, 0.3)
+    assert value == pytest.approx(float(reference.detach()), rel=1e-12)
+    torch.testing.assert_close(weight_gradient, weights.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(bias_gradient, bias.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_head_at_one_penalty_matches_scikit_learn(n_classes):
+    """RFFNet's objective mean loss + alpha ||W||^2 is LogisticRegression's with C = 1 / (2 alpha n)."""
+    Z, labels = _features(n_classes=n_classes)
+    alpha = 1e-3
+    head = logistic_head_path(Z, labels, n_classes, None, None, [alpha], tol=1e-9, max_iter=1000)
+    reference = LogisticRegression(C=1.0 / (2.0 * alpha * Z.shape[0]), tol=1e-12, max_iter=10_000)
+    reference.fit(Z.numpy(), labels)
+    proba = torch.softmax(head.logits(Z), dim=1).numpy()
+    np.testing.assert_allclose(proba, reference.predict_proba(Z.numpy()), atol=1e-6)
+    assert head.converged and head.alpha == alpha
+
+
+def test_preconditioned_solve_reaches_the_plain_optimum_in_fewer_iterations():
+    Z, labels = _features(D=120)
+    target = torch.as_tensor(labels, dtype=torch.float64)
+    start = dict(weights=torch.zeros(120, 1, dtype=torch.float64), bias=torch.zeros(1, dtype=torch.float64))
+    plain = minimise_logistic(Z, target, 1e-4, tol=1e-9, max_iter=5000, **start)
+    spectrum = logistic_spectrum(Z)
+    scales = 1.0 / (0.25 * spectrum.eigenvalues / Z.shape[0] + 1e-4).sqrt()
+    Zc = Z - spectrum.mean
+    solved = minimise_logistic(Zc, target, 1e-4, tol=1e-9, max_iter=5000,
+                               preconditioner=(spectrum.eigenvectors, scales), **start)
+    torch.testing.assert_close(Zc @ solved[0] + solved[1], Z @ plain[0] + plain[1], atol=1e-5, rtol=0)
+    assert solved[2] < plain[2] / 2
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_path_keeps_the_penalty_of_least_validation_loss(n_classes):
+    Z, labels = _features(n=400, n_classes=n_classes, seed=2)
+    train, val = slice(0, 300), slice(300, None)
+    head = logistic_head_path(Z[train], labels[train], n_classes, Z[val], labels[val], ALPHAS, patience=len(ALPHAS),
+                              tol=1e-8, max_iter=2000)
+    losses = {}
+    for alpha in ALPHAS:  # one independent fit per penalty
+        single = logistic_head_path(Z[train], labels[train], n_classes, None, None, [alpha], tol=1e-8, max_iter=2000)
+        losses[alpha] = log_loss(labels[val], torch.softmax(single.logits(Z[val]), 1).numpy(), labels=range(n_classes))
+    assert head.alpha == min(losses, key=losses.get)
+    assert head.score == pytest.approx(losses[head.alpha], rel=1e-5)
+
+
+def test_path_stops_after_patience_penalties_without_progress():
+    Z, labels = _features(n=400, seed=3)
+    head = logistic_head_path(Z[:300], labels[:300], 2, Z[300:], labels[300:], ALPHAS, patience=2)
+    full = logistic_head_path(Z[:300], labels[:300], 2, Z[300:], labels[300:], ALPHAS, patience=len(ALPHAS))
+    assert head.alpha == full.alpha  # the validation loss of this problem has one minimum on the grid
+
+
+def test_cross_validated_path_matches_a_naive_stratified_cross_validation():
+    Z, labels = _features(n=200, seed=4)
+    head = logistic_head_path(Z, labels, 2, None, None, ALPHAS, n_folds=4, patience=len(ALPHAS), tol=1e-8,
+                              max_iter=2000)
+    fold = np.empty(200, dtype=int)
+    for label in (0, 1):
+        members = np.flatnonzero(labels == label)
+        fold[members] = np.arange(members.shape[0]) % 4
+    scores = {}
+    for alpha in ALPHAS:
+        total = 0.0
+        for k in range(4):
+            train, test = fold != k, fold == k
+            single = logistic_head_path(Z[train], labels[train], 2, None, None, [alpha], tol=1e-8, max_iter=2000)
+            total += log_loss(labels[test], torch.softmax(single.logits(Z[test]), 1).numpy(), labels=[0, 1],
+                              normalize=False)
+        scores[alpha] = total / 200
+    assert head.alpha == min(scores, key=scores.get)
+    # the folds are preconditioned by the spectrum of all rows: the optimum is the same, up to the tolerance
+    assert head.score == pytest.approx(scores[head.alpha], rel=1e-3)
+    refit = logistic_head_path(Z, labels, 2, None, None, [head.alpha], tol=1e-8, max_iter=2000)
+    torch.testing.assert_close(head.logits(Z), refit.logits(Z), atol=1e-4, rtol=0)
+
+
+def test_wide_features_are_solved_in_the_dual_spectrum():
+    """n < D: the spectrum comes from the n x n Gram matrix and the fit runs in n - 1 directions."""
+    Z, labels = _features(n=50, D=300, seed=5)
+    spectrum = logistic_spectrum(Z)
+    assert spectrum.eigenvectors.shape == (300, 49)
+    head = logistic_head_path(Z, labels, 2, None, None, [1e-3], tol=1e-9, max_iter=1000, spectrum=spectrum)
+    reference = LogisticRegression(C=1.0 / (2e-3 * 50), tol=1e-12, max_iter=10_000).fit(Z.numpy(), labels)
+    np.testing.assert_allclose(torch.sigmoid(head.logits(Z)[:, 1]).numpy(), reference.predict_proba(Z.numpy())[:, 1],
+                               atol=1e-6)
