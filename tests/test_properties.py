@@ -512,7 +512,6 @@ def test_found_float32_constant_inputs_fit_ridge():
     assert np.isfinite(model.predict(X)).all()
 
 
-@pytest.mark.xfail(reason="the relevance search calls backward() on GCV's constant inf before testing it (_search)")
 def test_found_rffnet_varpro_alpha_zero_on_few_rows():
     X = np.random.default_rng(0).normal(size=(5, 3))
     model = _fit_quietly(clone(ESTIMATORS["RFFNetRegressor-varpro"]).set_params(alpha=0.0), X, X[:, 0])

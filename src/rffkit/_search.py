@@ -125,11 +125,11 @@ class _Stage:
         loss, coef, intercept = gcv_score(self.layer(self.X, self.s), self.y, self.alpha)
         if self.relevance_penalty > 0:
             loss = loss + self.relevance_penalty * relevances.sum()
-        loss.backward()
         value = float(loss.detach())
         self.fits[values.tobytes()] = (value, coef.detach(), intercept.detach())
-        if not math.isfinite(value):
+        if not math.isfinite(value):  # e.g. a singular system at alpha = 0: no gradient to take
             raise _NonFiniteObjective
+        loss.backward()
         return value, relevances.grad.detach().double().cpu().numpy()
 
     def callback(self, intermediate_result):
