@@ -11,8 +11,10 @@ statistics summed in float64.
 Each fit runs in fresh spawned processes (one, or two joined by gloo on 127.0.0.1), so that
 the reported peak RSS is that of the whole process (``resource.getrusage``'s ``ru_maxrss``:
 imports, reading, features and statistics; the maximum over the ranks and their sum for two
-processes). The fit time is the wall time of ``fit`` alone; the 1-minute load average of the
-machine (``os.getloadavg``) is recorded before and after each fit, since other jobs share it.
+processes). The fit time is the wall time of ``fit`` alone, its CPU time the user and system
+time of the process over the fit (all threads; summed over ranks); the 1-minute load average
+of the machine (``os.getloadavg``) is recorded before and after each fit, since other jobs
+share it.
 Each process computes on ``rffkit.set_config(n_threads=...)`` threads: 2 for one process,
 1 each for two. The bytes of every all-reduce are counted with
 ``rffkit.distributed.count_traffic``.
@@ -30,7 +32,8 @@ Usage::
 
     python benchmarks/bench_scale.py                      # the full plan (hours on 2 cores)
     python benchmarks/bench_scale.py --sizes 1e5 --se2-sizes --two-process-sizes   # a quick run
-    python benchmarks/bench_scale.py --sizes 1e5 1e6 --missing "SE1 1e7: ..."        # note a gap
+    python benchmarks/bench_scale.py --sizes 1e5 1e6 --missing "SE1 1e7 1: why"      # note a gap
+    python benchmarks/bench_scale.py --markdown-only --note "text"                 # add a note
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from _common import code_version, write_csv_atomically
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV_PATH, MD_PATH, NOTES_PATH = RESULTS / "scale.csv", RESULTS / "scale.md", RESULTS / "scale.notes.json"
 SHARD_ROWS, ROW_GROUP_ROWS, N_TEST, N_COMPONENTS = 500_000, 65_536, 20_000, 2_000
-FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "fit_s", "load_before",
+FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "fit_s", "cpu_s", "load_before",
           "load_after", "peak_rss_gb", "peak_rss_sum_gb", "test_mse", "alpha", "relevant_found",
           "all_reduce_bytes", "rows_seen", "version", "date"]
 TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0}
@@ -165,14 +168,14 @@ def _rank(rank, world_size, port, job, output):
         rffkit.set_config(n_threads=job["threads"])
         problem, method = PROBLEMS[job["problem"]], METHODS[job["method"]]
         source = open_table(job["pattern"], target="y", dtype=np.float32)
-        load_before = os.getloadavg()[0]
+        load_before, cpu_before = os.getloadavg()[0], _cpu_seconds()
         with count_traffic() as log:
             start = time.perf_counter()
             model = method.fit(source, problem, job["seed"], job["device"])
             fit_s = time.perf_counter() - start
-        load_after = os.getloadavg()[0]
+        load_after, cpu_s = os.getloadavg()[0], _cpu_seconds() - cpu_before
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
-        result = {"fit_s": fit_s, "load_before": load_before, "load_after": load_after, "peak_rss_gb": peak,
+        result = {"fit_s": fit_s, "cpu_s": cpu_s, "load_before": load_before, "load_after": load_after, "peak_rss_gb": peak,
                   "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", "")}
         if rank == 0:
             X_test, y_test = test_set(job["problem"], job["seed"])
@@ -185,6 +188,12 @@ def _rank(rank, world_size, port, job, output):
     finally:
         if world_size > 1:
             dist.destroy_process_group()
+
+
+def _cpu_seconds():
+    """User and system CPU time of this process, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _free_port():
@@ -211,6 +220,7 @@ def run_fit(job, folder, timeout):
     ranks = [json.loads(Path(f"{output}-{rank}.json").read_text()) for rank in range(job["processes"])]
     merged = dict(ranks[0])
     merged["fit_s"] = max(rank["fit_s"] for rank in ranks)
+    merged["cpu_s"] = sum(rank["cpu_s"] for rank in ranks)
     merged["peak_rss_gb"] = max(rank["peak_rss_gb"] for rank in ranks)
     merged["peak_rss_sum_gb"] = sum(rank["peak_rss_gb"] for rank in ranks)
     merged["load_before"] = max(rank["load_before"] for rank in ranks)
@@ -248,9 +258,9 @@ def _short_version(version):
     return commit + (f" + {len(changes.split(', '))} uncommitted files" if changes else "")
 
 
-def slope(rows):
-    """Least-squares slope of log(fit time) against log(n) and the 1e7 / 1e6 time ratio."""
-    points = sorted((int(float(r["n"])), float(r["fit_s"])) for r in rows)
+def slope(rows, column="fit_s"):
+    """Least-squares slope of log(time) against log(n) and the 1e7 / 1e6 time ratio."""
+    points = sorted((int(float(r["n"])), float(r[column])) for r in rows if r.get(column) not in (None, ""))
     if len(points) < 2:
         return None, None
     logs = np.log([n for n, _ in points]), np.log([t for _, t in points])
@@ -278,9 +288,9 @@ def write_markdown(rows, args, notes):
         "but an isotropic kernel cannot reach it: RFFRidge's SE1 MSE at 50k is 0.086 in rffridge_se.md). "
         "Bytes per all-reduce: the ranks' shifts, then the sums (1 + D + D(D+1)/2 + D + 2 float64s), "
         "independent of n.", "",
-        "| problem | n | method | processes x threads | fit (s) | load 1-min before / after | peak RSS (GB) "
-        "| test MSE | alpha | relevant found | bytes per all-reduce | version |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| problem | n | method | processes x threads | fit (s) | CPU (s) | load 1-min before / after "
+        "| peak RSS (GB) | test MSE | alpha | relevant found | bytes per all-reduce | version |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rss = _number(r["peak_rss_gb"])
@@ -288,7 +298,7 @@ def write_markdown(rows, args, notes):
             rss += f" (sum {_number(r['peak_rss_sum_gb'])})"
         lines.append(
             f"| {r['problem']} | {int(float(r['n'])):,} | {r['method']}{'' if r.get('device', 'cpu') == 'cpu' else ' on ' + r['device']} "
-            f"| {r['processes']} x {r['threads_per_process']} | {float(r['fit_s']):.1f} "
+            f"| {r['processes']} x {r['threads_per_process']} | {float(r['fit_s']):.1f} | {_number(r.get('cpu_s') or '-', 4)} "
             f"| {float(r['load_before']):.1f} / {float(r['load_after']):.1f} | {rss} | {_number(r['test_mse'], 4)} "
             f"| {_number(r['alpha'])} | {r.get('relevant_found') or '-'} | {r['all_reduce_bytes'] or '-'} "
             f"| {_short_version(r['version'])}, {r['date']} |")
@@ -301,11 +311,14 @@ def write_markdown(rows, args, notes):
             lines.append(f"- {method}: fewer than two SE1 sizes measured, no slope.")
             continue
         sizes = ", ".join(f"{int(float(r['n'])):,}" for r in sorted(series, key=lambda r: int(float(r["n"]))))
-        lines.append(f"- {method}: slope of log(fit time) against log(n) over n = {sizes}: **{fitted:.2f}** "
-                     "(1 is linear).")
+        cpu_slope, cpu_ratio = slope(series, "cpu_s")
+        cpu_text = "" if cpu_slope is None else f"; of log(CPU time): **{cpu_slope:.2f}**"
+        lines.append(f"- {method}: slope of log(fit time) against log(n) over n = {sizes}: **{fitted:.2f}**"
+                     f"{cpu_text} (1 is linear; the CPU time, summed over threads, depends less on the load).")
         if ratio is not None:
             verdict = "met" if ratio <= TARGETS["time_ratio_1e7_1e6"] else "missed"
-            lines.append(f"  time(1e7) / time(1e6) = {ratio:.1f} (target <= 11: {verdict}).")
+            lines.append(f"  time(1e7) / time(1e6) = {ratio:.1f} (target <= 11: {verdict})"
+                         + (f"; CPU time(1e7) / CPU time(1e6) = {cpu_ratio:.1f}." if cpu_ratio else "."))
         at_1e7 = [r for r in series if int(float(r["n"])) == 10**7]
         if at_1e7:
             peak = float(at_1e7[0]["peak_rss_gb"])
@@ -317,11 +330,13 @@ def write_markdown(rows, args, notes):
             lines.append(f"  1 vs 2 processes at 1e6: {float(pair[1]['fit_s']):.1f} s vs "
                          f"{float(pair[2]['fit_s']):.1f} s, test MSE {_number(pair[1]['test_mse'], 6)} vs "
                          f"{_number(pair[2]['test_mse'], 6)}.")
+    if notes.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {text}" for text in notes["notes"]]
     have = {_key(r)[:4] for r in rows}
     missing = [entry for entry in planned(args) if entry not in have]
     lines += ["", "## Missing rows", ""]
     if not missing:
-        lines.append("None: every planned row was measured.")
+        lines.append("Every planned row was measured on the CPU.")
     for problem, n, method, processes in missing:
         reason = notes.get(f"{problem} {n:.0e} {processes}", "not run yet")
         lines.append(f"- {problem}, n = {n:,}, {method}, {processes} process(es): {reason}")
@@ -343,6 +358,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per fit")
     parser.add_argument("--missing", nargs="*", default=[], metavar="'SE1 1e7 1: reason'",
                         help="record why a planned row is missing ('problem n processes: reason')")
+    parser.add_argument("--note", nargs="*", default=[], help="free text kept under the table's Notes")
     parser.add_argument("--markdown-only", action="store_true")
     args = parser.parse_args()
     args.plan_sizes, args.plan_se2, args.plan_two = ["1e5", "1e6", "1e7"], ["1e6"], ["1e6"]
@@ -351,7 +367,8 @@ def main():
         where, reason = entry.split(":", 1)
         problem, n, processes = where.split()
         notes[f"{problem} {float(n):.0e} {processes}"] = reason.strip()
-    if args.missing:
+    notes.setdefault("notes", []).extend(text for text in args.note if text not in notes["notes"])
+    if args.missing or args.note:
         NOTES_PATH.write_text(json.dumps(notes, indent=1) + "\n")
     rows = {_key(r): r for r in load_rows()}
     if not args.markdown_only:
