@@ -6,10 +6,10 @@ eigendecomposition. :func:`check_memory` sums them from the shape of ``X`` and t
 parameters, compares with ``psutil.virtual_memory().available`` and raises
 :class:`InsufficientMemoryError` before the fit starts, naming what lowers the need.
 
-The factors below were measured (peak RSS of a fresh process, float64, n = 20,000,
-D = 2,000; ``tests/test_guards.py`` holds each estimate within a factor of two of the
-measured peak, under ``-m slow``); they count the feature matrices and Gram matrices
-only, not the input itself, which is already in memory.
+The factors below were measured (the peak RSS of a process, after a warm-up fit, for
+n up to 20,000 and D up to 3,000; ``tests/test_memory.py`` holds each estimate within a
+factor of two of the measured peak under ``-m slow``). They count what the fit allocates,
+not the input itself, which is already in memory.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _is_sparse_map(features):
 
 def _fourier_transform(estimator, n, p, itemsize):
     D = int(estimator.n_components)
-    factor = 2.5 if getattr(estimator, "variant", "cos") == "cos_sin" else 1.0
+    factor = 2.5 if getattr(estimator, "variant", "cos") == "cos_sin" else 1.2
     return factor * n * D * itemsize, f"an n x D feature matrix (D={D})", (
         "lower n_components, or transform the rows in chunks"
     )
@@ -72,7 +72,7 @@ def _fourier_transform(estimator, n, p, itemsize):
 
 def _binning_transform(estimator, n, p, itemsize):
     P = int(estimator.n_components)
-    return (40.0 + itemsize) * n * P, f"the cell keys and sparse features of {P} grids", (
+    return (48.0 + itemsize) * n * P, f"the cell keys and sparse features of {P} grids", (
         "lower n_components, or transform the rows in chunks"
     )
 
@@ -87,12 +87,15 @@ def _ridge_fit(estimator, n, p, itemsize):
     if _is_sparse_map(features):
         # the output width (cells seen) is known only after the transform
         return _binning_transform(features, n, p, itemsize)
+    if D <= n:  # the D x D Gram matrix and its eigendecomposition
+        needed = (2.5 * n * D + 3.0 * D * D) * itemsize
+    else:  # the n x n one, and Z^T U to map back
+        needed = (3.5 * n * D + 4.0 * n * n) * itemsize
     rank = min(n, D)
-    needed = 2.5 * n * D * itemsize + 3.0 * rank * rank * itemsize
     return needed, f"n x D feature matrices and a {rank} x {rank} Gram matrix (D={D})", (
-        "lower features__n_components, or stream the rows from a file or array with rffkit.io "
-        "(RFFRidge().fit(rffkit.io.open_table(...)) or rffkit.io.ArraySource(X, y)), which "
-        "accumulates Z^T Z chunk by chunk and never holds the n x D matrix"
+        "lower features__n_components, pass X as float32 (half the memory), or stream the rows from a "
+        "file or array with rffkit.io (RFFRidge().fit(rffkit.io.open_table(...)) or "
+        "rffkit.io.ArraySource(X, y)), which accumulates Z^T Z chunk by chunk and never holds the n x D matrix"
     )
 
 
@@ -105,18 +108,23 @@ def _classifier_fit(estimator, n, p, itemsize):
         return None
     if _is_sparse_map(features):
         return _binning_transform(features, n, p, itemsize)
-    return 3.0 * n * D * itemsize, f"n x D feature matrices (D={D})", (
-        "lower features__n_components, or fit on a subsample of the rows"
+    return 1.5 * n * D * itemsize, f"the n x D feature matrix (D={D})", (
+        "lower features__n_components, pass X as float32 (half the memory), or fit on a subsample of the rows"
     )
 
 
 def _srff_fit(estimator, n, p, itemsize):
     D = int(estimator.n_components)
-    needed = (5.0 * n * D + 3.0 * D * D + 2.0 * n * p) * itemsize
-    return needed, f"n x D feature matrices and their gradients (D={D})", "lower n_components"
+    needed = (6.5 * n * D + 3.0 * D * D + 2.0 * n * p) * itemsize
+    return needed, f"n x D feature matrices and their gradients (D={D})", (
+        "lower n_components, or pass X as float32 (half the memory)"
+    )
 
 
 def _rffnet_fit(estimator, n, p, itemsize):
+    """Measured: the search and the head hold about 12 float32 n x D matrices (and n x p x D
+    products in the relevance gradient), the refinement moves about 23 float64 D x D ones
+    (Gram matrices and eigendecompositions of candidate heads); the peak is the larger."""
     from ._search import default_n_components
 
     n_train = n
@@ -124,20 +132,21 @@ def _rffnet_fit(estimator, n, p, itemsize):
         n_train = n - int(math.floor(estimator.validation_fraction * n))
     settings = estimator._settings
     D = estimator.n_components
-    varpro = estimator.solver != "adam" and not estimator.hidden_layer_sizes and estimator._supports_varpro
+    hidden = tuple(np.atleast_1d(np.asarray(estimator.hidden_layer_sizes, dtype=object)))
+    varpro = estimator.solver != "adam" and not hidden and estimator._supports_varpro
     if D is None:
         D = default_n_components(n_train, settings)
         if varpro:
             D = max(D, min(n_train, settings.varpro_min_features))
     D = int(D)
-    inputs = 2.0 * n * p * 8  # the standardised copy and its float32 tensors
     if varpro:
-        needed = inputs + 3.0 * n * D * 4 + 4.0 * D * D * 8
-        return needed, f"float32 n x D feature matrices and {D} x {D} Gram matrices (D={D})", (
-            "lower n_components"
-        )
+        classifier = not estimator._supports_varpro or type(estimator).__name__.endswith("Classifier")
+        moves = estimator.rescale_groups or estimator.align_frequencies or estimator.prune_relevances
+        search = (75.0 if classifier else 50.0) * n * D + 1.2 * n * p * D
+        refine = (120.0 if classifier else 190.0 if moves else 60.0) * D * D
+        return max(search, refine), f"n x D feature matrices and D x D Gram matrices (D={D})", "lower n_components"
     batch = min(int(estimator.batch_size), n)
-    needed = inputs + 4.0 * (n - n_train + 3 * batch) * D * 4
+    needed = 2.0 * n * p * 8 + 4.0 * (n - n_train + 3 * batch) * D * 4
     return needed, f"feature matrices of the validation rows and the batches (D={D})", (
         "lower n_components or batch_size"
     )
@@ -181,7 +190,11 @@ def estimate_peak_bytes(estimator, X, method="fit"):
             return None  # read chunk by chunk, checked against its memory budget
         if klass.__name__ in table:
             estimate = table[klass.__name__]
-            return None if estimate is None else estimate(estimator, *shape, _itemsize(X))
+            try:
+                return None if estimate is None else estimate(estimator, *shape, _itemsize(X))
+            except (TypeError, ValueError, AttributeError, OverflowError):
+                # parameters the validation that follows will refuse with its own message
+                return None
     return None
 
 
@@ -201,6 +214,6 @@ def check_memory(estimator, X, method="fit"):
     n, p = _shape(X)
     raise InsufficientMemoryError(
         f"{type(estimator).__name__}.{method} on {n:,} x {p} inputs needs about {_gib(needed)} for "
-        f"{what}, but only {_gib(available)} of memory is available; {remedy}. Float32 input halves "
-        "most of it. To try anyway, use rffkit.config_context(check_memory=False)."
+        f"{what}, but only {_gib(available)} of memory is available; {remedy}. To try anyway, use "
+        "rffkit.config_context(check_memory=False)."
     )

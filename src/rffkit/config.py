@@ -18,13 +18,15 @@ raises). Choose the number for a block of code or for the rest of the session::
 ``n_threads`` takes
 
 - ``'auto'`` (the default): the cores that are not busy. rffkit caps it at the threads
-  torch would use on its own (``OMP_NUM_THREADS`` and ``torch.set_num_threads`` called
-  before rffkit was imported count) and at the cores this process may run on, then takes
+  torch would use on its own (``OMP_NUM_THREADS``, or ``torch.set_num_threads`` called
+  outside rffkit, counts) and at the cores this process may run on, then takes
   away the cores that other processes kept busy during a 0.1 s look at the machine's CPU
   times (``psutil.cpu_times``; measured at most once every 5 s), and keeps at least one.
-  On an idle machine that is every core; with another process spinning on one of two
-  cores it is one thread, where torch's default of two threads fights the other process
-  for the busy core and ran a 2,000-row fit 14 times slower
+  On an idle machine that is every core; with other work on one of two cores it is one
+  thread. torch's default of a thread per core makes its threads wait for each other while
+  one of them waits for a core: on a shared two-core machine a 2,000-row RFFNet fit took
+  522 s on two threads against 43 s on the one ``'auto'`` chose, and with one more core
+  kept busy ``'auto'`` took 64 s (1.5 times its idle time) where two threads passed 600 s
   (``benchmarks/results/busy_machine.md``).
 - a positive integer: that many threads, whatever the load;
 - ``'inherit'``: no control; the calls run on the threads torch and the BLAS already have
@@ -32,9 +34,9 @@ raises). Choose the number for a block of code or for the rest of the session::
 
 The setting is per Python thread, as scikit-learn's ``config_context`` is, but the thread
 counts it sets are the process's: two rffkit fits running in two Python threads at once
-should both use a fixed ``n_threads`` whose sum fits the machine. The threads of joblib's
-worker processes (``cross_val_score(..., n_jobs=4)``) are bounded in each worker as usual
-with ``n_threads`` set there, or ``OMP_NUM_THREADS``.
+should both use a fixed ``n_threads`` whose sum fits the machine. Settings do not travel
+to joblib's worker processes (``cross_val_score(..., n_jobs=4)``): each worker starts with
+``'auto'``, which counts the other busy workers, or follows ``OMP_NUM_THREADS``.
 
 Memory
 ------
