@@ -240,7 +240,7 @@ def test_sigint_mid_fit_in_a_child_process(tmp_path):
         for name in ("fitted", "unfitted"):
             line = child.stdout.readline()
             assert line.strip() == f"fitting {name}", (line, child.stderr.read() if not line else "")
-            time.sleep(2.0)  # well inside the fit: validation and the first search stage
+            time.sleep(1.0)  # inside the fit: validation and the first search stage
             sent[name] = time.time()
             child.send_signal(signal.SIGINT)
         output, errors = child.communicate(timeout=120)

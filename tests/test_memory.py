@@ -41,7 +41,7 @@ CASES = [
     (SRFFRegressor(n_components=32, alphas=2, max_iter=3, random_state=0), "n_components"),
     (RFFNetRegressor(n_components=64, max_iter=3, random_state=0), "n_components"),
     (RFFNetRegressor(n_components=64, max_iter=3, solver="adam", random_state=0), "batch_size"),
-    (RFFNetClassifier(n_components=64, max_iter=3, random_state=0), "n_components"),
+    (RFFNetClassifier(n_components=64, max_iter=3, solver="adam", random_state=0), "batch_size"),
     (RandomBinningFeatures(n_components=20, random_state=0), "n_components"),
 ]
 
