@@ -48,7 +48,7 @@ from rffkit import (
     RFFRidge,
     SRFFRegressor,
 )
-from rffkit._adam import DivergenceError
+from rffkit.exceptions import DivergenceError
 
 from _state import assert_state_unchanged, state_of
 

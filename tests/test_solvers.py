@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from rffkit._adam import DivergenceError, fit_alternating_adam
+from rffkit._adam import fit_alternating_adam
+from rffkit.exceptions import DivergenceError
 from rffkit._search import _Stage, fit_variable_projection, search_relevances
 from rffkit._settings import DEFAULT_SETTINGS
 from rffkit.layers import ARDRandomFourierFeatures, RFFNetModule

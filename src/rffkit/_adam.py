@@ -17,12 +17,9 @@ import torch
 
 from ._history import FitHistory, snapshot
 from ._settings import DEFAULT_SETTINGS
+from .exceptions import DivergenceError
 
-__all__ = ["DivergenceError", "fit_alternating_adam"]
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a non-finite loss that lowering the step did not cure."""
+__all__ = ["fit_alternating_adam"]
 
 
 def two_adam_blocks(head_parameters, relevances, learning_rate):

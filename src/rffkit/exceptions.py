@@ -21,6 +21,12 @@ Minimum data
 
 Error messages show at most a few values of an array, never the whole of it.
 
+Divergence
+----------
+:class:`DivergenceError` is raised when the mini-batch solver (``solver='adam'``) keeps
+producing a non-finite loss after halving its learning rate from the best state it
+reached; the estimator stays as it was before ``fit``.
+
 Memory
 ------
 :class:`InsufficientMemoryError` is raised before a fit (or transform) whose estimated
@@ -29,7 +35,7 @@ peak memory exceeds the memory available; see :mod:`rffkit.config`.
 
 from __future__ import annotations
 
-__all__ = ["InsufficientMemoryError", "SmallSampleWarning"]
+__all__ = ["DivergenceError", "InsufficientMemoryError", "SmallSampleWarning"]
 
 
 class SmallSampleWarning(UserWarning):
@@ -67,5 +73,22 @@ class InsufficientMemoryError(MemoryError):
     --------
     >>> from rffkit.exceptions import InsufficientMemoryError
     >>> issubclass(InsufficientMemoryError, MemoryError)
+    True
+    """
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss that lowering the step did not cure.
+
+    Raised by the ``'adam'`` solver of :class:`~rffkit.RFFNetRegressor` and
+    :class:`~rffkit.RFFNetClassifier` after ``max_divergence_restarts`` halvings of the
+    learning rate; the message names the parameters that help (a lower
+    ``learning_rate``, a larger ``alpha``). A ``RuntimeError``: the inputs were valid,
+    the optimisation failed on them.
+
+    Examples
+    --------
+    >>> from rffkit.exceptions import DivergenceError
+    >>> issubclass(DivergenceError, RuntimeError)
     True
     """
