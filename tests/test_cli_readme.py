@@ -1,4 +1,5 @@
-"""The README's command-line transcript is what the commands print."""
+"""The command-line transcript in docs/cli.md is what the commands print, and the README's
+three commands are commands of that transcript."""
 
 import re
 import shlex
@@ -8,16 +9,16 @@ import pytest
 
 from rffkit.cli import main, write_diabetes_csv
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _transcript():
-    section = README.read_text().split("## Command line", 1)[1]
+def _transcript(path, heading):
+    section = path.read_text().split(heading, 1)[1]
     block = re.search(r"```console\n(.*?)```", section, re.S).group(1)
     steps = []
     for line in block.splitlines():
         if line.startswith("$ rffkit "):
-            steps.append((shlex.split(line[len("$ rffkit "):]), []))
+            steps.append((shlex.split(line[len("$ rffkit "):], comments=True), []))
         else:
             steps[-1][1].append(line)
     return steps
@@ -40,8 +41,8 @@ def _same(printed, shown):
     return True
 
 
-def test_the_readme_transcript(tmp_path, monkeypatch, capsys):
-    steps = _transcript()
+def test_the_documented_transcript(tmp_path, monkeypatch, capsys):
+    steps = _transcript(ROOT / "docs" / "cli.md", "## A session on a real file")
     assert [argv[0] for argv, _ in steps] == ["fit", "relevances", "predict"]
     monkeypatch.chdir(tmp_path)
     write_diabetes_csv("diabetes.csv")
@@ -51,3 +52,9 @@ def test_the_readme_transcript(tmp_path, monkeypatch, capsys):
         assert len(printed) == len(shown), (argv, printed)
         for line, expected in zip(printed, shown):
             assert _same(line, expected), (line, expected)
+
+
+def test_the_readme_shows_three_commands_of_the_transcript():
+    shown = [argv for argv, _ in _transcript(ROOT / "README.md", "## Command line")]
+    documented = [argv for argv, _ in _transcript(ROOT / "docs" / "cli.md", "## A session on a real file")]
+    assert len(shown) == 3 and all(argv in documented for argv in shown), shown
