@@ -1,4 +1,13 @@
-"""Helpers shared by the benchmark scripts: peak memory, the code version, result files."""
+"""Helpers shared by the benchmark scripts: progress, peak memory, the code version, result files.
+
+Progress: every script that runs longer than about a minute wraps its units of work (a
+fit of one method on one data set and seed, one problem size, ...) in :func:`progress`.
+The bar goes to standard error and names the unit being worked on; it is off with the
+script's ``--quiet`` (:func:`add_quiet_argument`) and whenever standard error is not a
+terminal (``make bench > log 2>&1``, a job scheduler), so logs get no carriage-return
+clutter. Lines a script prints per unit go through :func:`say`, which writes them above
+the bar instead of through it.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +15,48 @@ import csv
 import ctypes
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def add_quiet_argument(parser):
+    """Give an ``argparse`` parser the ``--quiet`` flag that turns :func:`progress` off."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar (there is none either when standard error is not a terminal)")
+    return parser
+
+
+def _describe(unit):
+    return " ".join(str(part) for part in unit) if isinstance(unit, tuple) else str(unit)
+
+
+def progress(units, *, desc, quiet=False, unit="fit", label=_describe):
+    """Yield ``units`` one by one under a tqdm bar on standard error.
+
+    The bar counts the units done out of ``len(units)`` and shows ``label(unit)`` for the
+    unit in progress (by default its parts, space-separated). It is off when ``quiet`` is
+    true or standard error is not a terminal.
+    """
+    from tqdm import tqdm
+
+    units = list(units)
+    with tqdm(total=len(units), desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+              disable=True if quiet else None) as bar:
+        for item in units:
+            bar.set_postfix_str(label(item))
+            yield item
+            bar.update()
+
+
+def say(*values):
+    """``print(*values, flush=True)`` to standard output, above a :func:`progress` bar rather than through it."""
+    from tqdm import tqdm
+
+    tqdm.write(" ".join(str(value) for value in values), file=sys.stdout)
+    sys.stdout.flush()
 
 
 def release_freed_memory():

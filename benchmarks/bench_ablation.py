@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import add_quiet_argument, progress, say
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROBLEMS = {
@@ -221,7 +222,7 @@ def run_varpro(data, init, seed):
     }
 
 
-def tune(datasets, seed, n_tune, tune_epochs, grids):
+def tune(datasets, seed, n_tune, tune_epochs, grids, quiet=False):
     """Per problem and optimiser family, the grid value with the best validation MSE.
 
     The score of a learning rate is the mean log best validation MSE of the PALM and
@@ -231,19 +232,22 @@ def tune(datasets, seed, n_tune, tune_epochs, grids):
     """
     from rffkit._search import default_n_components
 
-    chosen, scores = {}, {}
+    chosen, scores, small, init = {}, {}, {}, {}
     for problem, data in datasets.items():
-        small = dict(data, X=data["X"][:n_tune], y=data["y"][:n_tune])
-        init = initial_model(data["p"], default_n_components(n_tune), seed)
+        small[problem] = dict(data, X=data["X"][:n_tune], y=data["y"][:n_tune])
+        init[problem] = initial_model(data["p"], default_n_components(n_tune), seed)
+    units = [(problem, family, lr) for problem in datasets for family, grid in grids.items() for lr in grid]
+    for problem, family, lr in progress(units, desc="bench_ablation: tuning", unit="rate", quiet=quiet,
+                                        label=lambda u: f"{u[0]} {u[1]} lr={u[2]:g}"):
+        logs = []
+        for method in (f"palm_{family}", f"single_{family}"):
+            best = run_minibatch(small[problem], init[problem], method, lr, tune_epochs, seed)["best_validation"]
+            logs.append(math.log(best) if np.isfinite(best) else math.inf)
+        scores[(problem, family, lr)] = float(np.mean(logs))
+        say(f"tune {problem} {family} lr={lr:g}: mean log validation MSE {np.mean(logs):.3f}")
+    for problem in datasets:
         chosen[problem] = {}
         for family, grid in grids.items():
-            for lr in grid:
-                logs = []
-                for method in (f"palm_{family}", f"single_{family}"):
-                    best = run_minibatch(small, init, method, lr, tune_epochs, seed)["best_validation"]
-                    logs.append(math.log(best) if np.isfinite(best) else math.inf)
-                scores[(problem, family, lr)] = float(np.mean(logs))
-                print(f"tune {problem} {family} lr={lr:g}: mean log validation MSE {np.mean(logs):.3f}", flush=True)
             # near-ties (within TIE in log MSE, i.e. about 1%: a few epochs did not separate
             # them, as on SE1) go to the largest rate, which progresses furthest in a long run
             lowest = min(scores[(problem, family, lr)] for lr in grid)
@@ -431,6 +435,7 @@ def main():
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--methods", nargs="+", default=[*MINIBATCH, "varpro"], choices=[*MINIBATCH, "varpro"])
     parser.add_argument("--out", default=str(RESULTS / "ablation"), help="output stem (.png and .md)")
+    add_quiet_argument(parser)
     args = parser.parse_args()
 
     import torch
@@ -448,29 +453,29 @@ def main():
     learning_rates, tuning = {problem: dict(fixed) for problem in datasets}, {}
     if args.tune:
         learning_rates, tuning = tune(
-            datasets, args.seed, args.tune_n, args.tune_epochs, {"adam": args.adam_grid, "sgd": args.sgd_grid}
+            datasets, args.seed, args.tune_n, args.tune_epochs, {"adam": args.adam_grid, "sgd": args.sgd_grid},
+            quiet=args.quiet,
         )
     print(f"n = {n_train}, s = {n_components}, learning rates {learning_rates}", flush=True)
 
     warm = next(iter(datasets.values()))  # untimed warm-up: the first torch calls are slow
     run_minibatch(dict(warm, X=warm["X"][:1024], y=warm["y"][:1024]), initial_model(warm["p"], 64, args.seed),
                   "palm_adam", 1e-2, 1, args.seed)
-    results = {}
-    for problem, data in datasets.items():
-        init = initial_model(data["p"], n_components, args.seed)
-        results[problem] = {}
-        for method in args.methods:
-            if method == "varpro":
-                run = run_varpro(data, init, args.seed)
-            else:
-                lr = learning_rates[problem][MINIBATCH[method][0]]
-                run = run_minibatch(data, init, method, lr, args.epochs, args.seed)
-            results[problem][method] = run
-            print(
-                f"{problem:14s} {method:12s} best val {run['best_validation']:.4f} test {run['test']:.4f} "
-                f"{run['fit_s']:.1f} s ({time.perf_counter() - started:.0f} s elapsed)",
-                flush=True,
-            )
+    results = {problem: {} for problem in datasets}
+    inits = {problem: initial_model(data["p"], n_components, args.seed) for problem, data in datasets.items()}
+    units = [(problem, method) for problem in datasets for method in args.methods]
+    for problem, method in progress(units, desc="bench_ablation", quiet=args.quiet):
+        data, init = datasets[problem], inits[problem]
+        if method == "varpro":
+            run = run_varpro(data, init, args.seed)
+        else:
+            lr = learning_rates[problem][MINIBATCH[method][0]]
+            run = run_minibatch(data, init, method, lr, args.epochs, args.seed)
+        results[problem][method] = run
+        say(
+            f"{problem:14s} {method:12s} best val {run['best_validation']:.4f} test {run['test']:.4f} "
+            f"{run['fit_s']:.1f} s ({time.perf_counter() - started:.0f} s elapsed)"
+        )
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import add_quiet_argument, progress, say
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 CHILD = """
@@ -97,10 +99,12 @@ def _earlier_records():
 
 
 def summarise(records):
-    """Median seconds per (setting, busy), and the busy/idle ratio per setting."""
+    """Median seconds per (setting, busy), and the busy/idle ratio per setting with runs of both."""
     table = {}
     for setting in ("inherit", "auto"):
         row = {}
+        if not all(any(r["setting"] == setting and r["busy"] == busy for r in records) for busy in (False, True)):
+            continue  # e.g. --settings auto without --keep: no 'inherit' row
         for busy in (False, True):
             runs = [r for r in records if r["setting"] == setting and r["busy"] == busy]
             row[busy] = {
@@ -147,13 +151,14 @@ def write(records, table, args):
             f"{row[False]['threads']}; {row[True]['threads']} | {row[False]['load']:.1f}; {row[True]['load']:.1f} | "
             f"{row[False]['runs']}; {row[True]['runs']} |"
         )
-    before, after = table["inherit"], table["auto"]
-    lines += [
-        "",
-        f"Busy machine, after against before: {after[True]['seconds']:.1f} s against "
-        f"{seconds(before[True])} s ({before[True]['seconds'] / after[True]['seconds']:.1f} times faster).",
-        "",
-    ]
+    if "inherit" in table and "auto" in table:
+        before, after = table["inherit"], table["auto"]
+        lines += [
+            "",
+            f"Busy machine, after against before: {after[True]['seconds']:.1f} s against "
+            f"{seconds(before[True])} s ({before[True]['seconds'] / after[True]['seconds']:.1f} times faster).",
+        ]
+    lines.append("")
     (RESULTS / "busy_machine.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
@@ -165,16 +170,17 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--settings", nargs="+", choices=["auto", "inherit"], default=["auto", "inherit"])
     parser.add_argument("--keep", action="store_true", help="add to the fits already in busy_machine.csv")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     records = _earlier_records() if args.keep else []
-    plan = [(busy, setting) for busy in (False, True) for setting in args.settings]
-    for round_ in range(args.reps):
-        for busy, setting in plan:
-            record = fit_once(setting, args.rows, busy, args.timeout)
-            record["rows"] = args.rows
-            records.append(record)
-            print(f"round {round_ + 1}: {setting:7s} {'busy' if busy else 'idle'}: {record['seconds']:.1f} s "
-                  f"on {record['threads']} threads (load {record['load']:.1f})", flush=True)
+    plan = [(round_, busy, setting) for round_ in range(args.reps) for busy in (False, True) for setting in args.settings]
+    for round_, busy, setting in progress(plan, desc="bench_busy_machine", quiet=args.quiet,
+                                          label=lambda u: f"round {u[0] + 1} {u[2]} {'busy' if u[1] else 'idle'}"):
+        record = fit_once(setting, args.rows, busy, args.timeout)
+        record["rows"] = args.rows
+        records.append(record)
+        say(f"round {round_ + 1}: {setting:7s} {'busy' if busy else 'idle'}: {record['seconds']:.1f} s "
+            f"on {record['threads']} threads (load {record['load']:.1f})")
     records = [record for record in records if record.get("rows", args.rows) == args.rows]
     write(records, summarise(records), args)
 

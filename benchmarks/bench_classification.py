@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
-from _common import PeakRSS, code_version
+from _common import PeakRSS, add_quiet_argument, code_version, progress, say
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet_default", "rffnet_tuned", "logistic_l1", "hist_gradient_boosting")
@@ -331,23 +331,24 @@ def main():
     parser.add_argument("--n-samples", type=int, default=20000, help="size of the synthetic problem")
     parser.add_argument("--problems", nargs="+", default=["synthetic", "breast_cancer"])
     parser.add_argument("--no-stability", action="store_true", help="skip the relevance-stability plot")
+    add_quiet_argument(parser)
     args = parser.parse_args()
 
     rows = []
     start = time.perf_counter()
-    for problem in args.problems:
-        for seed in range(args.seeds):
-            for family in ("rffnet", "logistic_l1", "hist_gradient_boosting"):
-                for row in evaluate(problem, seed, family, args.n_samples):
-                    rows.append(row)
-                    write(rows, args)
-                    print(
-                        f"[{time.perf_counter() - start:6.0f}s] {problem} seed={seed} {row['method']:24s} "
-                        f"acc={row['accuracy']:.3f} f1={row['f1']:.3f} auc={row['auc']:.3f} "
-                        f"fit={row['fit_s']:.2f}s search={row['search_s']:.1f}s peak={row['peak_mb']:.0f}MB "
-                        f"[{row['setting']}] top={row['top_features']}",
-                        flush=True,
-                    )
+    searches = [(problem, seed, family) for problem in args.problems for seed in range(args.seeds)
+                for family in ("rffnet", "logistic_l1", "hist_gradient_boosting")]
+    for problem, seed, family in progress(searches, desc="bench_classification", unit="search", quiet=args.quiet,
+                                          label=lambda u: f"{u[0]} seed={u[1]} {u[2]}"):
+        for row in evaluate(problem, seed, family, args.n_samples):
+            rows.append(row)
+            write(rows, args)
+            say(
+                f"[{time.perf_counter() - start:6.0f}s] {problem} seed={seed} {row['method']:24s} "
+                f"acc={row['accuracy']:.3f} f1={row['f1']:.3f} auc={row['auc']:.3f} "
+                f"fit={row['fit_s']:.2f}s search={row['search_s']:.1f}s peak={row['peak_mb']:.0f}MB "
+                f"[{row['setting']}] top={row['top_features']}"
+            )
     extra = "" if args.no_stability else stability_plot()
     print(write(rows, args, extra))
     print(f"total {time.perf_counter() - start:.0f} s")

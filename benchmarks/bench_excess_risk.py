@@ -27,6 +27,7 @@ Writes ``benchmarks/results/excess_risk.md`` and ``benchmarks/results/excess_ris
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from _common import add_quiet_argument, progress, say
 from rffkit import RandomFourierFeatures, RFFRidge
 from rffkit._validation import seed_from_random_state
 
@@ -99,34 +101,35 @@ def n_components_for(n):
     return int(math.ceil(math.sqrt(n) * math.log(n)))
 
 
-def run():
+def run(quiet=False):
     rows = []
-    for kernel in KERNELS:
-        for shift in SHIFTS:
-            for n_train in N_TRAIN:
-                for seed in SEEDS:
-                    rng = np.random.default_rng([seed, n_train, int(100 * shift)])
-                    n_test = n_train // 2
-                    x = rng.uniform(0.0, 1.0, n_train + n_test)
-                    f = spline_kernel(x, [shift], order=TARGET_ORDER)[:, 0]
-                    y = f + NOISE * rng.standard_normal(x.shape[0])
-                    X = x[:, None]
-                    D = n_components_for(n_train)
-                    for variant in ("lambda = n^-1/2", "GCV"):
-                        if variant == "GCV":
-                            model = RFFRidge(features=feature_map(kernel, D, seed), alphas=GCV_ALPHAS)
-                        else:
-                            model = RFFRidge(features=feature_map(kernel, D, seed), alphas=math.sqrt(n_train),
-                                             alpha_selection=None)
-                        start = time.perf_counter()
-                        model.fit(X[:n_train], y[:n_train])
-                        seconds = time.perf_counter() - start
-                        prediction = model.predict(X[n_train:])
-                        rows.append(dict(kernel=kernel, shift=shift, n=n_train, seed=seed, variant=variant, D=D,
-                                         excess=float(np.mean((prediction - f[n_train:]) ** 2)),
-                                         test_mse=float(np.mean((prediction - y[n_train:]) ** 2)),
-                                         seconds=seconds, alpha=model.alpha_))
-            print(f"{kernel} x0={shift} done", flush=True)
+    units = [(kernel, shift, n_train, seed) for kernel in KERNELS for shift in SHIFTS for n_train in N_TRAIN
+             for seed in SEEDS]
+    for kernel, shift, n_train, seed in progress(units, desc="bench_excess_risk", unit="split", quiet=quiet,
+                                                 label=lambda u: f"{u[0]} x0={u[1]} n={u[2]} seed={u[3]}"):
+        rng = np.random.default_rng([seed, n_train, int(100 * shift)])
+        n_test = n_train // 2
+        x = rng.uniform(0.0, 1.0, n_train + n_test)
+        f = spline_kernel(x, [shift], order=TARGET_ORDER)[:, 0]
+        y = f + NOISE * rng.standard_normal(x.shape[0])
+        X = x[:, None]
+        D = n_components_for(n_train)
+        for variant in ("lambda = n^-1/2", "GCV"):
+            if variant == "GCV":
+                model = RFFRidge(features=feature_map(kernel, D, seed), alphas=GCV_ALPHAS)
+            else:
+                model = RFFRidge(features=feature_map(kernel, D, seed), alphas=math.sqrt(n_train),
+                                 alpha_selection=None)
+            start = time.perf_counter()
+            model.fit(X[:n_train], y[:n_train])
+            seconds = time.perf_counter() - start
+            prediction = model.predict(X[n_train:])
+            rows.append(dict(kernel=kernel, shift=shift, n=n_train, seed=seed, variant=variant, D=D,
+                             excess=float(np.mean((prediction - f[n_train:]) ** 2)),
+                             test_mse=float(np.mean((prediction - y[n_train:]) ** 2)),
+                             seconds=seconds, alpha=model.alpha_))
+        if (n_train, seed) == (N_TRAIN[-1], SEEDS[-1]):
+            say(f"{kernel} x0={shift} done")
     return rows
 
 
@@ -214,11 +217,13 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = add_quiet_argument(parser).parse_args(argv)
     torch.set_num_threads(1)
     start = time.perf_counter()
     with threadpool_limits(limits=1):
-        rows = run()
+        rows = run(quiet=args.quiet)
     total = time.perf_counter() - start
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "excess_risk.md").write_text(summarise(rows, total))

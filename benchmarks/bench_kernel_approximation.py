@@ -17,12 +17,14 @@ kernel_approximation_spectra.png.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import time
 from pathlib import Path
 
 import numpy as np
 
+from _common import add_quiet_argument, progress
 from rffkit import RandomBinningFeatures, RandomFourierFeatures
 from rffkit.approximation import approximation_error_curve, plot_approximation_error
 from rffkit.kernels import KERNELS as KERNELS_BY_NAME
@@ -125,18 +127,19 @@ def feature_maps(kernel, length_scale, n_features):
     return maps
 
 
-def run_case(n_features):
+def run_kernel(n_features, kernel):
+    """The error curves of every feature map of ``kernel`` on ``n_features`` inputs."""
     X = np.random.default_rng(0).uniform(size=(N_SAMPLES, n_features))
+    length_scale = KERNELS[kernel]
+    K = kernel_matrix(kernel, X, length_scale=length_scale)
     results = {}
-    for kernel, length_scale in KERNELS.items():
-        K = kernel_matrix(kernel, X, length_scale=length_scale)
-        for name, model in feature_maps(kernel, length_scale, n_features).items():
-            D = N_COMPONENTS
-            if name == "iid cos_sin":
-                D = D[D >= 2]
-            start = time.perf_counter()
-            results[kernel, name] = approximation_error_curve(model, X, K, D, SEEDS)
-            results[kernel, name]["seconds"] = time.perf_counter() - start
+    for name, model in feature_maps(kernel, length_scale, n_features).items():
+        D = N_COMPONENTS
+        if name == "iid cos_sin":
+            D = D[D >= 2]
+        start = time.perf_counter()
+        results[kernel, name] = approximation_error_curve(model, X, K, D, SEEDS)
+        results[kernel, name]["seconds"] = time.perf_counter() - start
     return results
 
 
@@ -283,10 +286,15 @@ def plot_spectra(path):
     plt.close(fig)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = add_quiet_argument(parser).parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    all_results = {d: run_case(d) for d in (1, 5)}
+    all_results = {d: {} for d in (1, 5)}
+    for d, kernel in progress([(d, kernel) for d in all_results for kernel in KERNELS], desc="bench_kernel_approximation",
+                              unit="kernel", quiet=args.quiet, label=lambda u: f"d={u[0]} {u[1]}"):
+        all_results[d].update(run_kernel(d, kernel))
     elapsed = time.perf_counter() - start
     (RESULTS / "kernel_approximation.md").write_text(markdown(all_results, elapsed))
     write_csv(all_results, RESULTS / "kernel_approximation.csv")

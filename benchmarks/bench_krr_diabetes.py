@@ -20,6 +20,7 @@ Writes ``benchmarks/results/krr_diabetes.md`` and ``benchmarks/results/krr_diabe
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from threadpoolctl import threadpool_limits
 
+from _common import add_quiet_argument, progress, say
 from rffkit import RandomFourierFeatures, RFFRidge
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -151,13 +153,16 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = add_quiet_argument(parser).parse_args(argv)
     torch.set_num_threads(1)
     rows = []
     with threadpool_limits(limits=1):
-        for seed in SEEDS:
+        for seed in progress(SEEDS, desc="bench_krr_diabetes", unit="split", quiet=args.quiet,
+                             label=lambda seed: f"split {seed}"):
             rows += run_split(seed)
-            print(f"split {seed} done", flush=True)
+            say(f"split {seed} done")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "krr_diabetes.md").write_text(summarise(rows))
     plot(rows, RESULTS / "krr_diabetes.png")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import code_version
+from _common import add_quiet_argument, code_version, progress, say
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROBLEMS = ("gregorova_se1", "gregorova_se2")
@@ -175,21 +175,22 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000, 50000])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--seed", type=int, default=0)
+    add_quiet_argument(parser)
     args = parser.parse_args()
 
     rows = []
     start = time.perf_counter()
-    for problem in args.problems:
-        for n_train in args.sizes:
-            row = fit_one(problem, n_train, args.seed)
-            rows.append(row)
-            write(rows, args)
-            print(
-                f"[{time.perf_counter() - start:6.0f}s] {problem} n={n_train} fit={row['fit_s']:.1f}s "
-                f"test_mse={row['test_mse']:.4f} top5={row['support_found']} "
-                f"top={np.argsort(-row['importances'])[:6].tolist()}",
-                flush=True,
-            )
+    fits = [(problem, n_train) for problem in args.problems for n_train in args.sizes]
+    for problem, n_train in progress(fits, desc="bench_relevance_paths", quiet=args.quiet,
+                                     label=lambda fit: f"{fit[0]} n={fit[1]}"):
+        row = fit_one(problem, n_train, args.seed)
+        rows.append(row)
+        write(rows, args)
+        say(
+            f"[{time.perf_counter() - start:6.0f}s] {problem} n={n_train} fit={row['fit_s']:.1f}s "
+            f"test_mse={row['test_mse']:.4f} top5={row['support_found']} "
+            f"top={np.argsort(-row['importances'])[:6].tolist()}"
+        )
     print((RESULTS / "relevance_paths.md").read_text())
     print(f"total {time.perf_counter() - start:.0f} s")
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import PeakRSS as _PeakRSS
+from _common import add_quiet_argument, progress, say
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"gregorova_se1": 0.060, "gregorova_se2": 1.0}
@@ -151,6 +152,7 @@ def main():
     parser.add_argument("--n-train", type=int, default=50000)
     parser.add_argument("--problems", nargs="+", default=list(TARGETS))
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the markdown from the CSV")
+    add_quiet_argument(parser)
     args = parser.parse_args()
 
     if args.markdown_only:
@@ -165,18 +167,21 @@ def main():
         return
 
     rows = []
-    for problem in args.problems:
-        for seed in range(args.seeds):
-            methods = ["rbf_ridge", "rffnet", "ard"] + (["rffnet_adam"] if seed < args.adam_seeds else [])
-            for method in methods:
-                result = run(problem, seed, args.n_train, method)
-                rows.append(result)
-                write(rows, args)
-                print(
-                    f"{problem} seed={seed} {method:12s} mse={result['test_mse']:.4f} "
-                    f"fit={result['fit_s']:.1f}s peak={result['peak_mb']:.0f}MB top={result['top']}",
-                    flush=True,
-                )
+    fits = [
+        (problem, seed, method)
+        for problem in args.problems
+        for seed in range(args.seeds)
+        for method in ["rbf_ridge", "rffnet", "ard"] + (["rffnet_adam"] if seed < args.adam_seeds else [])
+    ]
+    for problem, seed, method in progress(fits, desc="bench_rffnet_se", quiet=args.quiet,
+                                          label=lambda fit: f"{fit[0]} seed={fit[1]} {fit[2]}"):
+        result = run(problem, seed, args.n_train, method)
+        rows.append(result)
+        write(rows, args)
+        say(
+            f"{problem} seed={seed} {method:12s} mse={result['test_mse']:.4f} "
+            f"fit={result['fit_s']:.1f}s peak={result['peak_mb']:.0f}MB top={result['top']}"
+        )
 
     print(write(rows, args))
 

@@ -60,7 +60,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_notes, write_csv_atomically  # noqa: E402
+from _common import add_quiet_argument, load_notes, progress, say, write_csv_atomically  # noqa: E402
 from bench_rffnet_se import _data, _PeakRSS  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -271,20 +271,21 @@ def tune(args):
     """RFFNet+ grid on seed 0: validation MSE decides; the test MSE is recorded, never used."""
     rows = []
     fields = ["problem", "seed", "params", "fit_s", "val_mse", "test_mse", "top", "support_found"]
-    for problem in args.problems:
-        for batch_size in args.tune_batch_sizes:
-            for learning_rate in args.tune_learning_rates:
-                for alpha in args.tune_alphas:
-                    params = {"learning_rate": learning_rate, "batch_size": batch_size, "max_iter": args.tune_max_iter,
-                              "alpha": alpha}
-                    result = run(problem, 0, args.n_train, args.n_krr, args.n_srff, "rffnet_plus", params)
-                    rows.append({k: result[k] for k in fields})
-                    print(f"{problem} {result['params']} val={result['val_mse']:.4f} fit={result['fit_s']:.0f}s",
-                          flush=True)
-                    with open(RESULTS / "rffnet_table2.tuning.csv", "w", newline="") as handle:
-                        writer = csv.DictWriter(handle, fieldnames=fields)
-                        writer.writeheader()
-                        writer.writerows(rows)
+    grid = [(problem, batch_size, learning_rate, alpha) for problem in args.problems
+            for batch_size in args.tune_batch_sizes for learning_rate in args.tune_learning_rates
+            for alpha in args.tune_alphas]
+    for problem, batch_size, learning_rate, alpha in progress(
+            grid, desc="bench_rffnet_table2: tuning", quiet=args.quiet,
+            label=lambda u: f"{u[0]} batch_size={u[1]} learning_rate={u[2]:g} alpha={u[3]:g}"):
+        params = {"learning_rate": learning_rate, "batch_size": batch_size, "max_iter": args.tune_max_iter,
+                  "alpha": alpha}
+        result = run(problem, 0, args.n_train, args.n_krr, args.n_srff, "rffnet_plus", params)
+        rows.append({k: result[k] for k in fields})
+        say(f"{problem} {result['params']} val={result['val_mse']:.4f} fit={result['fit_s']:.0f}s")
+        with open(RESULTS / "rffnet_table2.tuning.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
     for problem in args.problems:
         sel = [r for r in rows if r["problem"] == problem]
         best = min(sel, key=lambda r: r["val_mse"])
@@ -316,6 +317,7 @@ def main(argv=None):
     parser.add_argument("--tune-batch-sizes", nargs="+", type=int, default=[256])
     parser.add_argument("--tune-alphas", nargs="+", type=float, default=[1e-4, 0.0])
     parser.add_argument("--tune-max-iter", type=int, default=200)
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if args.tune:
         RESULTS.mkdir(parents=True, exist_ok=True)
@@ -364,24 +366,22 @@ def main(argv=None):
             )]
     notes += load_notes(notes_path, described)
     started, skipped = time.perf_counter(), []
-    for seed in range(args.first_seed, args.seeds):
-        for problem in args.problems:
-            for method in methods:
-                if method in SLOW and seed >= args.slow_seeds:
-                    continue
-                if args.budget_minutes is not None and time.perf_counter() - started > 60 * args.budget_minutes:
-                    skipped.append(f"{problem}/{method}/seed {seed}")
-                    continue
-                result = run(problem, seed, args.n_train, args.n_krr, args.n_srff, method)
-                rows = [r for r in rows if (r["problem"], r["seed"], r["method"]) != (problem, seed, method)]
-                rows.append(result)
-                write(rows, args, notes)
-                print(
-                    f"{problem} seed={seed} {method:12s} test={result['test_mse']:.4f} val={result['val_mse']:.4f} "
-                    f"fit={result['fit_s']:.1f}s peak={result['peak_mb']:.0f}MB top={result['top']} "
-                    f"{result['params']}",
-                    flush=True,
-                )
+    fits = [(seed, problem, method) for seed in range(args.first_seed, args.seeds) for problem in args.problems
+            for method in methods if not (method in SLOW and seed >= args.slow_seeds)]
+    for seed, problem, method in progress(fits, desc="bench_rffnet_table2", quiet=args.quiet,
+                                          label=lambda u: f"{u[1]} seed={u[0]} {u[2]}"):
+        if args.budget_minutes is not None and time.perf_counter() - started > 60 * args.budget_minutes:
+            skipped.append(f"{problem}/{method}/seed {seed}")
+            continue
+        result = run(problem, seed, args.n_train, args.n_krr, args.n_srff, method)
+        rows = [r for r in rows if (r["problem"], r["seed"], r["method"]) != (problem, seed, method)]
+        rows.append(result)
+        write(rows, args, notes)
+        say(
+            f"{problem} seed={seed} {method:12s} test={result['test_mse']:.4f} val={result['val_mse']:.4f} "
+            f"fit={result['fit_s']:.1f}s peak={result['peak_mb']:.0f}MB top={result['top']} "
+            f"{result['params']}"
+        )
     if skipped:
         budget = f"{args.budget_minutes:g}-minute budget of --budget-minutes reached"
         notes.append(f"Not run ({budget}): " + ", ".join(skipped) + ".")

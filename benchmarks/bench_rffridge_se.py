@@ -16,6 +16,7 @@ Run: ``python benchmarks/bench_rffridge_se.py`` (about 5 minutes on one core).
 
 from __future__ import annotations
 
+import argparse
 import platform
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from threadpoolctl import threadpool_limits
 
+from _common import add_quiet_argument, progress, say
 from rffkit import RandomFourierFeatures, RFFRidge
 from rffkit.datasets import make_gregorova_se1, make_gregorova_se2
 
@@ -71,22 +73,23 @@ def timed_fit(model, X, y):
     return time.perf_counter() - start
 
 
-def run():
+def run(quiet=False):
     rows, checks = [], []
-    for problem, (_, length_scale) in PROBLEMS.items():
-        for n_train in N_TRAIN:
-            for seed in SEEDS:
-                X_train, X_test, y_train, y_test = load(problem, n_train, seed)
-                for method in METHODS:
-                    model = build(method, length_scale, seed)
-                    dtype = np.float32 if "float32" in method else np.float64  # cast outside the timing
-                    seconds = timed_fit(model, X_train.astype(dtype), y_train.astype(dtype))
-                    mse = float(np.mean((model.predict(X_test.astype(dtype)) - y_test) ** 2))
-                    rows.append(dict(problem=problem, n=n_train, seed=seed, method=method, seconds=seconds,
-                                     mse=mse, alpha=chosen_alpha(model), var=float(np.var(y_test))))
-                    print(f"{problem} n={n_train} seed={seed} {method:22s} {seconds:8.2f} s  MSE {mse:.4f}", flush=True)
-                if seed == 0:
-                    checks.append(same_features_check(problem, n_train, length_scale, X_train, X_test, y_train))
+    splits = [(problem, n_train, seed) for problem in PROBLEMS for n_train in N_TRAIN for seed in SEEDS]
+    for problem, n_train, seed in progress(splits, desc="bench_rffridge_se", unit="split", quiet=quiet,
+                                           label=lambda u: f"{u[0]} n={u[1]} seed={u[2]}"):
+        length_scale = PROBLEMS[problem][1]
+        X_train, X_test, y_train, y_test = load(problem, n_train, seed)
+        for method in METHODS:
+            model = build(method, length_scale, seed)
+            dtype = np.float32 if "float32" in method else np.float64  # cast outside the timing
+            seconds = timed_fit(model, X_train.astype(dtype), y_train.astype(dtype))
+            mse = float(np.mean((model.predict(X_test.astype(dtype)) - y_test) ** 2))
+            rows.append(dict(problem=problem, n=n_train, seed=seed, method=method, seconds=seconds,
+                             mse=mse, alpha=chosen_alpha(model), var=float(np.var(y_test))))
+            say(f"{problem} n={n_train} seed={seed} {method:22s} {seconds:8.2f} s  MSE {mse:.4f}")
+        if seed == 0:
+            checks.append(same_features_check(problem, n_train, length_scale, X_train, X_test, y_train))
     return rows, checks
 
 
@@ -176,10 +179,12 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = add_quiet_argument(parser).parse_args(argv)
     torch.set_num_threads(1)
     with threadpool_limits(limits=1):
-        rows, checks = run()
+        rows, checks = run(quiet=args.quiet)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "rffridge_se.md").write_text(summarise(rows, checks))
     plot(rows, RESULTS / "rffridge_se.png")

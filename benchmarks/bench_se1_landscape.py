@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from _common import add_quiet_argument, progress, say
 from bench_rffnet_se import _data
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -44,6 +45,7 @@ def _relevance_text(relevances):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    add_quiet_argument(parser)
     args = parser.parse_args()
 
     from rffkit import RFFNetRegressor
@@ -58,9 +60,16 @@ def main():
         seconds = time.perf_counter() - start
         return fitted, seconds, float(np.mean((fitted.predict(X_te) - y_te) ** 2))
 
-    model, fit_s, learned_mse = fit(rescale_groups=False, align_frequencies=False, prune_relevances=False)
-    rescaled, rescaled_s, rescaled_mse = fit(align_frequencies=False, prune_relevances=False)
-    default, default_s, default_mse = fit()
+    variants = {
+        "relevance search only": dict(rescale_groups=False, align_frequencies=False, prune_relevances=False),
+        "rescaled groups": dict(align_frequencies=False, prune_relevances=False),
+        "defaults": {},
+    }
+    fits = {name: fit(**params) for name, params in progress(
+        variants.items(), desc="bench_se1_landscape: fits", quiet=args.quiet, label=lambda variant: variant[0])}
+    model, fit_s, learned_mse = fits["relevance search only"]
+    rescaled, rescaled_s, rescaled_mse = fits["rescaled groups"]
+    default, default_s, default_mse = fits["defaults"]
 
     standardise = lambda X: torch.as_tensor((X - model._x_mean) / model._x_scale, dtype=torch.float32)  # noqa: E731
     y_mean, y_scale = y_tr.mean(), y_tr.std()
@@ -81,12 +90,13 @@ def main():
 
     refit_learned = test_mse(model.relevances_)
     grid = {}
-    for a in A_VALUES:
-        for b in B_VALUES:
-            relevances = np.zeros(X_tr.shape[1])
-            relevances[[0, 2]], relevances[[6, 7, 8]] = a, b
-            grid[a, b] = test_mse(relevances)
-            print(f"a={a} b={b}: test MSE {grid[a, b]:.4f}", flush=True)
+    cells = [(a, b) for a in A_VALUES for b in B_VALUES]
+    for a, b in progress(cells, desc="bench_se1_landscape: grid", unit="cell", quiet=args.quiet,
+                         label=lambda cell: f"a={cell[0]} b={cell[1]}"):
+        relevances = np.zeros(X_tr.shape[1])
+        relevances[[0, 2]], relevances[[6, 7, 8]] = a, b
+        grid[a, b] = test_mse(relevances)
+        say(f"a={a} b={b}: test MSE {grid[a, b]:.4f}")
 
     lam = model.relevances_
     best = min(grid, key=grid.get)

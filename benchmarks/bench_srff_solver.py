@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from _common import code_version, write_csv_atomically
+from _common import add_quiet_argument, code_version, progress, say, write_csv_atomically
 from rffkit._srff_solver import (
     _ridge_step as _srff_ridge,
     _SQRT2,
@@ -179,6 +179,7 @@ def main(argv=None):
     parser.add_argument("--iterations", type=int, default=10, help="FISTA steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per timing (median)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     for name in ("iterations", "repeats", "threads"):
         if getattr(args, name) < 1:
@@ -188,12 +189,11 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
     rows = []
-    for n in args.sizes:
+    for n in progress(args.sizes, desc="bench_srff_solver", unit="size", quiet=args.quiet, label=lambda n: f"n={n}"):
         rows.append(measure(n, dtype, args.iterations, args.repeats, args.threads))
         r = rows[-1]
-        print(f"n={n}: gradient {r['gradient_ratio']:.2f}x, FISTA step {r['fista_ratio']:.2f}x "
-              f"({r['fista_previous_s_per_iter']:.3f} s -> {r['fista_current_s_per_iter']:.3f} s)",
-              flush=True)  # fmt: skip
+        say(f"n={n}: gradient {r['gradient_ratio']:.2f}x, FISTA step {r['fista_ratio']:.2f}x "
+            f"({r['fista_previous_s_per_iter']:.3f} s -> {r['fista_current_s_per_iter']:.3f} s)")
     RESULTS.mkdir(exist_ok=True)
     write_csv_atomically(RESULTS / "srff_solver.csv", FIELDS, rows)
     write_markdown(rows, RESULTS / "srff_solver.md", args)

@@ -61,7 +61,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LassoCV, RidgeCV
 from threadpoolctl import threadpool_limits
 
-from _common import PeakRSS, git_commit, load_notes, write_csv_atomically
+from _common import PeakRSS, add_quiet_argument, git_commit, load_notes, progress, say, write_csv_atomically
 from rffkit.datasets import make_gregorova_se1, make_gregorova_se2, make_gregorova_se3
 from rffkit.srff import SRFFRegressor, median_neighbour_distance
 
@@ -420,6 +420,7 @@ def main(argv=None):
                         help="note for the markdown, kept in <stem>.notes.json for later runs (repeatable)")
     parser.add_argument("--replace", action="store_true",
                         help="start a new CSV and notes file instead of merging into the existing ones")
+    add_quiet_argument(parser)
     args = parser.parse_args(argv)
     if args.markdown_only:
         return rewrite_markdown(args)
@@ -442,28 +443,32 @@ def main(argv=None):
     rows = [] if args.replace else read_rows(csv_path)
     notes = load_notes(notes_path, args.note) + run_notes
     commit = current_commit()
+    repetitions = [
+        (problem, n, rep)
+        for problem in args.problems
+        for n in (args.se3_sizes if problem == "SE3" else args.sizes)
+        for rep in range(args.start_rep, args.start_rep + (
+            args.se3_reps if problem == "SE3" else args.reps if n <= args.large else args.reps_large))
+    ]
     with threadpool_limits(limits=1):
-        for problem in args.problems:
-            sizes = args.se3_sizes if problem == "SE3" else args.sizes
-            for n in sizes:
-                n_reps = args.se3_reps if problem == "SE3" else args.reps if n <= args.large else args.reps_large
-                for rep in range(args.start_rep, args.start_rep + n_reps):
-                    data = load(problem, n, rep)
-                    for method in methods:
-                        rmse, seconds, peak, info = run_method(method, data, rep, np.dtype(args.srff_dtype))
-                        row = dict.fromkeys(FIELDS, "")
-                        row.update(problem=problem, n=n, rep=rep, seed=data[2], method=method, rmse=rmse,
-                                   seconds=seconds, peak_mib=peak, commit=commit)  # fmt: skip
-                        for key in ("alpha", "n_iter", "visited", "width"):
-                            if key in info:
-                                row[key] = info[key]
-                        if "gamma" in info:
-                            row.update(summarise_support(info["gamma"], PROBLEMS[problem][2]))
-                        rows = merge_rows(rows, row)
-                        write_rows(rows, csv_path)
-                        print(f"{problem} n={n} rep={rep} {method:6s} rmse={rmse:.4f} {seconds:7.2f}s {peak:7.1f}MiB"
-                              + (f" top={row['top']}" if row["top"] else ""), flush=True)  # fmt: skip
-                    write_markdown(rows, md_path, args, [provenance_note(rows), *notes])
+        for problem, n, rep in progress(repetitions, desc="bench_srff_tables", unit="repetition", quiet=args.quiet,
+                                        label=lambda u: f"{u[0]} n={u[1]} rep={u[2]}"):
+            data = load(problem, n, rep)
+            for method in methods:
+                rmse, seconds, peak, info = run_method(method, data, rep, np.dtype(args.srff_dtype))
+                row = dict.fromkeys(FIELDS, "")
+                row.update(problem=problem, n=n, rep=rep, seed=data[2], method=method, rmse=rmse,
+                           seconds=seconds, peak_mib=peak, commit=commit)  # fmt: skip
+                for key in ("alpha", "n_iter", "visited", "width"):
+                    if key in info:
+                        row[key] = info[key]
+                if "gamma" in info:
+                    row.update(summarise_support(info["gamma"], PROBLEMS[problem][2]))
+                rows = merge_rows(rows, row)
+                write_rows(rows, csv_path)
+                say(f"{problem} n={n} rep={rep} {method:6s} rmse={rmse:.4f} {seconds:7.2f}s {peak:7.1f}MiB"
+                    + (f" top={row['top']}" if row["top"] else ""))  # fmt: skip
+            write_markdown(rows, md_path, args, [provenance_note(rows), *notes])
     print(f"wrote {csv_path} and {md_path}")
 
 
