@@ -14,8 +14,10 @@ runs over all of them (transformers take the subset that applies to them):
 - ``clone`` keeps every parameter.
 """
 
+import functools
 import numbers
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -77,7 +79,18 @@ OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform")
 
 
 def _ids(estimator):
-    return repr(estimator).replace("\n", "").replace(" ", "")
+    """The estimator's repr without spaces or memory addresses: every pytest-xdist worker collects the same ids."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(estimator)).replace("\n", "").replace(" ", "")
+
+
+def _check_ids(obj):
+    """Ids of ``parametrize_with_checks``' pairs: the estimator's, and the check's name with its keywords."""
+    if hasattr(obj, "get_params"):
+        return _ids(obj)
+    if isinstance(obj, functools.partial):
+        keywords = ",".join(f"{key}={value}" for key, value in obj.keywords.items())
+        return f"{obj.func.__name__}({keywords})" if keywords else obj.func.__name__
+    return getattr(obj, "__name__", None)
 
 
 def _expected_failed_checks(estimator):
@@ -98,7 +111,9 @@ def _expected_failed_checks(estimator):
     return {}
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@pytest.mark.parametrize(
+    *parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks).args, ids=_check_ids
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

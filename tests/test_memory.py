@@ -29,7 +29,8 @@ from rffkit import (
     RFFRidge,
     SRFFRegressor,
 )
-from rffkit.exceptions import InsufficientMemoryError
+from rffkit._sufficient import statistics_bytes
+from rffkit.exceptions import ChunkedFitWarning, InsufficientMemoryError
 
 from _state import assert_state_unchanged, state_of
 
@@ -91,6 +92,34 @@ def test_the_message_for_ridge_points_to_streaming(monkeypatch):
     X, y = _data(RFFRidge(), n=100_000, p=3)
     with pytest.raises(MemoryError, match=r"needs about 0.937 GiB .* only 1 MiB .*rffkit.io.open_table"):
         RFFRidge().fit(X, y)
+
+
+@pytest.mark.parametrize("alpha_selection", ["gcv", "loo"])
+def test_ridge_on_arrays_streams_its_rows_when_the_in_memory_fit_would_not_fit(alpha_selection, monkeypatch):
+    X, y = _data(RFFRidge(), n=100_000, p=3)
+    estimator = RFFRidge(features=RandomFourierFeatures(n_components=300), alpha_selection=alpha_selection,
+                         random_state=0)
+    in_memory = clone(estimator).fit(X, y)
+    needed = memory.estimate_peak_bytes(estimator, X)[0]
+    streamed_need = statistics_bytes(300)
+    assert streamed_need < needed / 2  # the premise: the chunked path needs much less
+    monkeypatch.setattr(memory, "available_memory", lambda: int(2 * streamed_need))
+    with pytest.warns(ChunkedFitWarning, match=r"RFFRidge.fit: RFFRidge.fit on 100,000 x 3 inputs needs about"):
+        chunked = clone(estimator).fit(X, y)
+    assert chunked.alpha_ == in_memory.alpha_
+    np.testing.assert_allclose(chunked.predict(X[:200]), in_memory.predict(X[:200]), rtol=1e-6, atol=1e-8)
+    assert chunked.n_features_in_ == 3 and chunked.n_rows_seen_ == 100_000
+
+
+def test_ridge_still_refuses_when_the_chunked_fit_would_not_fit_either(monkeypatch):
+    X, y = _data(RFFRidge(), n=100_000, p=3)
+    estimator = RFFRidge(features=RandomFourierFeatures(n_components=300), random_state=0)
+    monkeypatch.setattr(memory, "available_memory", lambda: int(statistics_bytes(300) / 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChunkedFitWarning)
+        with pytest.raises(InsufficientMemoryError, match="features__n_components"):
+            estimator.fit(X, y)
+    assert not hasattr(estimator, "coef_")
 
 
 def test_the_check_can_be_switched_off(monkeypatch):

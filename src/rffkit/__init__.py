@@ -7,7 +7,7 @@ per input (an ARD kernel) jointly with that model.
 from . import approximation, datasets, exceptions, kernels
 from .binning import RandomBinningFeatures
 from .config import config_context, get_config, set_config
-from .exceptions import DivergenceError, InsufficientMemoryError, SmallSampleWarning
+from .exceptions import ChunkedFitWarning, DivergenceError, InsufficientMemoryError, SmallSampleWarning
 from .features import RandomFourierFeatures
 from .layers import ARDRandomFourierFeatures
 from .logistic import RFFClassifier
@@ -36,5 +36,5 @@ __all__ = [
     "__version__",
     "save", "load",
     "config_context", "get_config", "set_config",
-    "exceptions", "DivergenceError", "InsufficientMemoryError", "SmallSampleWarning",
+    "exceptions", "ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "SmallSampleWarning",
 ]

@@ -34,6 +34,7 @@ import torch
 from ._memory import check_memory
 from ._validation import deferred_warnings
 from .config import get_config
+from .exceptions import InsufficientMemoryError
 
 __all__ = ["atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores"]
 
@@ -128,16 +129,29 @@ def limited_threads():
 
 
 def atomic_fit(fit):
-    """Decorate ``fit``: bounded threads, a memory check, and on any exception the old state."""
+    """Decorate ``fit``: bounded threads, a memory check, and on any exception the old state.
+
+    When the memory check fails and the estimator's class defines
+    ``_fit_in_chunks_instead(self, X, *args, error, **kwargs)``, that method fits instead
+    (it re-raises ``error`` when the chunked path does not fit either).
+    """
 
     @functools.wraps(fit)
     def wrapper(estimator, X=None, *args, **kwargs):
         saved = dict(vars(estimator))
         try:
             with limited_threads(), deferred_warnings() as pending:
+                fit_now = fit
                 if get_config()["check_memory"]:
-                    check_memory(estimator, X, "fit")
-                fitted = fit(estimator, X, *args, **kwargs)
+                    try:
+                        check_memory(estimator, X, "fit")
+                    except InsufficientMemoryError as error:
+                        # an estimator that can stream the same rows in chunks does so instead
+                        chunked = getattr(type(estimator), "_fit_in_chunks_instead", None)
+                        if chunked is None:
+                            raise
+                        fit_now = functools.partial(chunked, error=error)
+                fitted = fit_now(estimator, X, *args, **kwargs)
         except BaseException:
             state = vars(estimator)
             state.clear()

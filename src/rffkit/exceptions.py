@@ -30,12 +30,15 @@ reached; the estimator stays as it was before ``fit``.
 Memory
 ------
 :class:`InsufficientMemoryError` is raised before a fit (or transform) whose estimated
-peak memory exceeds the memory available; see :mod:`rffkit.config`.
+peak memory exceeds the memory available; see :mod:`rffkit.config`. Where a chunked
+path exists for the same rows (:class:`~rffkit.RFFRidge` on a dense array: the
+sufficient statistics of :mod:`rffkit.io`'s streamed fit), the fit takes it instead,
+with a :class:`ChunkedFitWarning`, and raises only when that does not fit either.
 """
 
 from __future__ import annotations
 
-__all__ = ["DivergenceError", "InsufficientMemoryError", "SmallSampleWarning"]
+__all__ = ["ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "SmallSampleWarning"]
 
 
 class SmallSampleWarning(UserWarning):
@@ -90,5 +93,19 @@ class DivergenceError(RuntimeError):
     --------
     >>> from rffkit.exceptions import DivergenceError
     >>> issubclass(DivergenceError, RuntimeError)
+    True
+    """
+
+
+class ChunkedFitWarning(UserWarning):
+    """A fit on arrays streamed their rows in chunks because the in-memory path would not fit.
+
+    The model is the one the in-memory fit gives, up to rounding (the same penalties
+    are scored by the same criterion, from ``Z^T Z`` accumulated chunk by chunk).
+
+    Examples
+    --------
+    >>> from rffkit.exceptions import ChunkedFitWarning
+    >>> issubclass(ChunkedFitWarning, UserWarning)
     True
     """

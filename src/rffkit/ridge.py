@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,11 +33,13 @@ from ._sufficient import (
     check_memory_budget,
     feature_blocks,
     fitted_on_first_chunk,
+    statistics_bytes,
     streamed_loo,
     streamed_moments,
 )
 from ._validation import SMALLEST_PENALTY, check_input, resolve_device, seed_from_random_state, torch_dtype_for
 from .distributed import broadcast_object, local
+from .exceptions import ChunkedFitWarning
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
 
@@ -412,6 +415,33 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         for name in ("_statistics", "_heldout_statistics", "n_rows_seen_"):
             self.__dict__.pop(name, None)
         return self
+
+    def _fit_in_chunks_instead(self, X, y=None, *, error):
+        """The fit when the in-memory path would not fit (``error`` says why): stream the rows.
+
+        Dense arrays go through :class:`~rffkit.io.ArraySource` and the sufficient
+        statistics, which never hold the ``n x D`` feature matrix, in this process only;
+        sparse inputs, sparse feature maps and a chunked fit that would not fit either
+        raise ``error``.
+        """
+        from ._memory import _width, available_memory
+
+        width = _width(self.features, DEFAULT_N_COMPONENTS)
+        if sp.issparse(X) or width is None or type(self.features).__name__ == "RandomBinningFeatures":
+            raise error
+        n_targets = 1 if y is None or np.ndim(y) < 2 else int(np.shape(y)[1])
+        itemsize = 4 if getattr(X, "dtype", None) == np.float32 else 8
+        needed = statistics_bytes(width, n_targets, n_statistics=1 + (self.alpha_selection == "holdout"),
+                                  itemsize=itemsize)
+        if needed > available_memory():
+            raise error
+        warnings.warn(
+            f"{type(self).__name__}.fit: {error.args[0].split(';')[0]}; fitting from chunks of the rows "
+            f"instead (about {needed / 2**20:.3g} MiB: Z^T Z accumulated chunk by chunk, as rffkit.io's "
+            "streamed fit does).", ChunkedFitWarning, stacklevel=3,
+        )
+        with local():
+            return self._fit_stream(X, y)
 
     # -- streamed fits -----------------------------------------------------------------
 
