@@ -19,12 +19,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m rffkit demo
 
-# The default run leaves out the tests marked slow; test-all runs every test.
+# The default run leaves out the tests marked slow; test-all runs every test. Both spread
+# the tests over one pytest-xdist worker per core (each fit inside runs on rffkit's
+# 'auto' threads, so the workers do not oversubscribe the cores).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n auto
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 # Benchmarks are not tests: they take long and write into benchmarks/results/.
 # `make bench` runs every benchmarks/bench_*.py with the options its committed results
