@@ -363,3 +363,35 @@ def test_layer_without_autograd_matches_the_differentiable_path(variant, n_compo
     assert slow.requires_grad and fast.is_contiguous() and fast.shape == (11, n_components)
     assert torch.equal(fast, slow.detach())
     assert torch.equal(nested, layer(x, 5).detach())
+
+
+# -- the linear columns, the Gram matrix, the screening ----------------------------------
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+@pytest.mark.parametrize("n_components", [None, 7])
+def test_linear_columns_follow_the_random_features(variant, n_components):
+    layer = ARDRandomFourierFeatures.from_kernel(4, 12, random_state=0, variant=variant, linear=True)
+    with torch.no_grad():
+        layer.relevances.copy_(torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64))
+    X = torch.as_tensor(np.random.default_rng(0).normal(size=(30, 4)))
+    plain = layer.replace(linear=False)
+    k = 12 if n_components is None else n_components
+    assert layer.width == 16 and plain.width == 12 and layer.replace().has_linear
+    with torch.no_grad():
+        features = layer(X, n_components)
+        torch.testing.assert_close(features[:, :k], plain(X, n_components), rtol=0, atol=0)
+        torch.testing.assert_close(features[:, k:], X * layer.relevances, rtol=0, atol=0)
+    differentiable = layer(X, n_components)  # the autograd path gives the same values
+    torch.testing.assert_close(differentiable.detach(), features, rtol=0, atol=1e-15)
+    differentiable[:, k + 1].sum().backward()  # the linear columns pass gradient to their relevance
+    assert layer.relevances.grad[1] == pytest.approx(float(X[:, 1].sum()))
+
+
+def test_network_width_counts_the_linear_columns():
+    from rffkit.layers import RFFNetModule
+
+    layer = ARDRandomFourierFeatures.from_kernel(3, 10, random_state=0, linear=True)
+    net = RFFNetModule(layer, (), 2, torch.Generator().manual_seed(0))
+    assert net.first_linear.weight.shape == (2, 13)
+    assert net(torch.zeros(4, 3, dtype=torch.float64)).shape == (4, 2)
