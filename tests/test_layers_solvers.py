@@ -363,3 +363,61 @@ def test_layer_without_autograd_matches_the_differentiable_path(variant, n_compo
     assert slow.requires_grad and fast.is_contiguous() and fast.shape == (11, n_components)
     assert torch.equal(fast, slow.detach())
     assert torch.equal(nested, layer(x, 5).detach())
+
+
+# -- the linear columns, the Gram matrix, the screening ----------------------------------
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+@pytest.mark.parametrize("n_components", [None, 7])
+def test_linear_columns_follow_the_random_features(variant, n_components):
+    layer = ARDRandomFourierFeatures.from_kernel(4, 12, random_state=0, variant=variant, linear=True)
+    with torch.no_grad():
+        layer.relevances.copy_(torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64))
+    X = torch.as_tensor(np.random.default_rng(0).normal(size=(30, 4)))
+    plain = layer.replace(linear=False)
+    k = 12 if n_components is None else n_components
+    assert layer.width == 16 and plain.width == 12 and layer.replace().has_linear
+    with torch.no_grad():
+        features = layer(X, n_components)
+        torch.testing.assert_close(features[:, :k], plain(X, n_components), rtol=0, atol=0)
+        torch.testing.assert_close(features[:, k:], X * layer.relevances, rtol=0, atol=0)
+    differentiable = layer(X, n_components)  # the autograd path gives the same values
+    torch.testing.assert_close(differentiable.detach(), features, rtol=0, atol=1e-15)
+    differentiable[:, k + 1].sum().backward()  # the linear columns pass gradient to their relevance
+    assert layer.relevances.grad[1] == pytest.approx(float(X[:, 1].sum()))
+
+
+def test_network_width_counts_the_linear_columns():
+    from rffkit.layers import RFFNetModule
+
+    layer = ARDRandomFourierFeatures.from_kernel(3, 10, random_state=0, linear=True)
+    net = RFFNetModule(layer, (), 2, torch.Generator().manual_seed(0))
+    assert net.first_linear.weight.shape == (2, 13)
+    assert net(torch.zeros(4, 3, dtype=torch.float64)).shape == (4, 2)
+
+
+def _trend_problem(n=1500, n_val=500, seed=6):
+    """A heavy-tailed input acting linearly plus a bump: the stationary kernel alone cannot extrapolate."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_val, 3))
+    X[:, 0] = rng.standard_t(2, size=n + n_val)
+    y = 2.0 * X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n + n_val)
+    y = (y - y[:n].mean()) / y[:n].std()
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    layer = ARDRandomFourierFeatures.from_kernel(3, 200, relevance=[0.5, 0.7, 0.1], random_state=0,
+                                                 variant="cos_sin")
+    return layer, as_t(X[:n]), as_t(y[:n, None]), as_t(X[n:]), as_t(y[n:, None])
+
+
+def test_refine_layer_adds_the_linear_term_for_a_trend():
+    layer, X, y, X_val, y_val = _trend_problem()
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    kept, new = refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
+                             linear_term=True, rescale_groups=False)
+    assert kept.has_linear and not layer.has_linear
+    assert new.score < 0.5 * head.score
+    same, unchanged = refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
+                                   linear_term=False, rescale_groups=False)
+    assert same is layer and unchanged is head

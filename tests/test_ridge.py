@@ -191,3 +191,19 @@ def test_errors_are_actionable():
     model = RFFRidge(random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="X has 2 features, but RFFRidge is expecting 3"):
         model.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(50, 8), (3000, 400)])
+def test_gram_matrix_matches_the_plain_product(dtype, shape):
+    from rffkit._ridge import gram_matrix
+
+    Z = torch.as_tensor(np.random.default_rng(1).normal(size=shape), dtype=dtype)
+    gram, upper = gram_matrix(Z), gram_matrix(Z, upper_only=True)
+    reference = (Z.double().T @ Z.double()).to(dtype)
+    assert gram.dtype == dtype and torch.equal(gram, gram.T)
+    torch.testing.assert_close(gram, reference, rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-3)
+    assert torch.equal(torch.triu(upper), torch.triu(gram))
+    Z.requires_grad_(True)  # a product that needs a gradient stays differentiable
+    gram_matrix(Z).trace().backward()
+    torch.testing.assert_close(Z.grad, 2 * Z.detach())

@@ -73,9 +73,9 @@ def test_statistics_equal_numpy_centring_despite_a_large_offset(blocks):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_wide_blocks_add_the_upper_gram_in_column_blocks(dtype):
+def test_wide_blocks_give_the_gram_matrix(dtype):
     rng = np.random.default_rng(7)
-    Z, y = rng.normal(size=(300, 700)) + 0.5, rng.normal(size=300)  # 700 columns: 3 column blocks
+    Z, y = rng.normal(size=(300, 700)) + 0.5, rng.normal(size=300)  # 700 columns: syrk's upper triangle, mirrored
     statistics = RidgeStatistics(700).update(Z[:120].astype(dtype), y[:120]).update(Z[120:].astype(dtype), y[120:])
     merged = RidgeStatistics(700).update(Z[:50], y[:50]).merge(RidgeStatistics(700).update(Z[50:], y[50:]))
     Zc = Z - Z.mean(axis=0)

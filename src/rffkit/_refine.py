@@ -3,6 +3,10 @@
 After the relevance search (:mod:`rffkit._search`), :func:`refine_layer` tries, in
 turn:
 
+* **a linear term** -- the layer's ``lambda o x`` columns appended (an ARD linear
+  kernel beside the ARD kernel), for trends a stationary kernel cannot extrapolate.
+  Its gain lies mostly beyond the inputs a validation split holds (a heavy-tailed
+  column's extremes), so it is kept unless it makes the validation error worse;
 * **group rescaling** -- a gradient search from small relevances can stop on a
   plateau where the kernel is too smooth to resolve a fast-varying component, which
   it then treats as noise; no local move sees past it, and moving one feature alone
@@ -132,20 +136,24 @@ def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
                             relevances=relevances)
 
 
-def _confirm(layer, heads, kept_head, kept_loss, settings):
+def _confirm(layer, heads, kept_head, kept_loss, settings, keep_unless_worse=False):
     """The head of ``layer`` on all training rows and whether it beats the kept one: ``(head, accepted, loss)``.
 
     With a validation split (``kept_loss`` not None) the per-sample validation loss
     must fall by more than two standard errors of the paired differences from
-    ``kept_loss``; without one, the head's score by ``settings.margin``. ``loss`` is the
-    new per-sample validation loss.
+    ``kept_loss``; without one, the head's score by ``settings.margin``. With
+    ``keep_unless_worse`` the candidate is accepted unless its loss rises by as much.
+    ``loss`` is the new per-sample validation loss.
     """
     head = heads.fit(layer)
     if kept_loss is None:
+        if keep_unless_worse:
+            return head, bool(head.score <= kept_head.score * (1.0 + settings.margin)), None
         return head, bool(head.score < kept_head.score * (1.0 - settings.margin)), None
     loss = heads.validation_losses(head, layer)
     gain = (kept_loss - loss).double()
-    return head, bool(gain.mean() > 2.0 * gain.std() / math.sqrt(gain.shape[0])), loss
+    threshold = 2.0 * gain.std() / math.sqrt(gain.shape[0])
+    return head, bool(gain.mean() >= -threshold if keep_unless_worse else gain.mean() > threshold), loss
 
 
 def _prune(layer, heads, head, loss, settings, screen=None):
@@ -174,8 +182,8 @@ def _prune(layer, heads, head, loss, settings, screen=None):
 
 @torch.no_grad()
 def refine_layer(
-    layer, X, y, X_val, y_val, head, *, search_alpha, generator, head_alpha="auto", heads=None, rescale_groups=True,
-    sample_frequencies=None, prune=False, settings=DEFAULT_SETTINGS, progress=None,
+    layer, X, y, X_val, y_val, head, *, search_alpha, generator, head_alpha="auto", heads=None, linear_term=False,
+    rescale_groups=True, sample_frequencies=None, prune=False, settings=DEFAULT_SETTINGS, progress=None,
 ):
     """The refinement moves of the module docstring; returns the kept ``(layer, head)``.
 
@@ -198,6 +206,9 @@ def refine_layer(
     heads : RidgeHeads, LogisticHeads or None, default=None
         Fits the confirming heads and gives their per-sample validation losses
         (:mod:`rffkit._heads`); None: ridge heads on ``(X, y)`` at ``head_alpha``.
+    linear_term : bool, default=False
+        First try the layer with its ``lambda o x`` columns, confirmed on all rows and
+        kept unless the validation error rises (:func:`_confirm`).
     rescale_groups : bool, default=True
     sample_frequencies : callable or None, default=None
         ``sample_frequencies(rng, n_features, n)``, the kernel's spectral sampler; None
@@ -230,6 +241,12 @@ def refine_layer(
         return fit_ridge_head(candidate(X_screen), y_screen, Z_val, y_val, search_alpha, settings.alpha_grid).score
 
     loss = heads.validation_losses(head, layer)
+    if linear_term and not layer.has_linear:
+        report("linear term")
+        candidate = layer.replace(linear=True)
+        new_head, accepted, new_loss = _confirm(candidate, heads, head, loss, settings, keep_unless_worse=True)
+        if accepted:
+            layer, head, loss = candidate, new_head, new_loss
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
 
     def consider(candidates):

@@ -48,7 +48,7 @@ __all__ = ["BaseRFFNet"]
 
 #: Parameters that only one solver reads.
 _ADAM_ONLY = ("learning_rate", "batch_size")
-_VARPRO_ONLY = ("rescale_groups", "align_frequencies", "prune_relevances")
+_VARPRO_ONLY = ("linear_term", "rescale_groups", "align_frequencies", "prune_relevances")
 
 
 @dataclass
@@ -79,6 +79,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "kernel": [StrOptions(set(KERNELS))],
         "variant": [StrOptions({"cos", "cos_sin"})],
+        "linear_term": ["boolean"],
         "alpha": [Interval(numbers.Real, 0, FLOAT32_MAX, closed="both"), StrOptions({"auto"})],
         "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "rescale_groups": ["boolean"],
@@ -103,7 +104,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     _supports_varpro = False
 
     def __init__(
-        self, *, n_components=None, kernel="gaussian", variant="cos_sin", alpha="auto", relevance_penalty=0.0,
+        self, *, n_components=None, kernel="gaussian", variant="cos_sin", linear_term=True, alpha="auto",
+        relevance_penalty=0.0,
         rescale_groups=True, align_frequencies=True, prune_relevances=True, hidden_layer_sizes=(), solver="auto",
         learning_rate=1e-2, batch_size=256, max_iter=100, tol=1e-4, early_stopping=True, validation_fraction=0.1,
         n_iter_no_change=10, random_state=None, device="cpu", verbose=0,
@@ -111,6 +113,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self.n_components = n_components
         self.kernel = kernel
         self.variant = variant
+        self.linear_term = linear_term
         self.alpha = alpha
         self.relevance_penalty = relevance_penalty
         self.rescale_groups = rescale_groups
@@ -273,10 +276,11 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         judge = judge or surrogate
         layer, head = p.layer, found.head if judge is surrogate else judge.fit(p.layer)
         judge = judge.around(head.alpha)
-        if self.rescale_groups or self.align_frequencies or self.prune_relevances:
+        if self.linear_term or self.rescale_groups or self.align_frequencies or self.prune_relevances:
             layer, head = refine_layer(
                 p.layer, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
-                search_alpha=found.alpha, generator=p.generator, rescale_groups=self.rescale_groups,
+                search_alpha=found.alpha, generator=p.generator, linear_term=self.linear_term,
+                rescale_groups=self.rescale_groups,
                 sample_frequencies=KERNELS[self.kernel].sample_frequencies if self.align_frequencies else None,
                 prune=self.prune_relevances, settings=settings,
                 progress=lambda move: progress.stage(f"refinement: {move}"),

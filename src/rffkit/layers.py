@@ -47,8 +47,14 @@ class ARDRandomFourierFeatures(nn.Module):
     variant : {'cos', 'cos_sin'}, default='cos'
         The map: random phases, or cos/sin pairs without phases.
     n_components : int, default=None
-        ``D``, the number of output columns: ``n_frequencies`` for 'cos', and
+        ``D``, the number of random-feature columns: ``n_frequencies`` for 'cos', and
         ``2 n_frequencies`` or one less for 'cos_sin' (None: ``2 n_frequencies``).
+    linear : bool, default=False
+        Append the ``n_features`` columns ``lambda o x``: the kernel becomes
+        ``k(lambda o (x - y)) + (lambda o x)^T (lambda o y)``, an ARD kernel plus an ARD
+        linear kernel with the same relevances (a feature of relevance 0 still has no
+        effect), so trends that a stationary kernel cannot extrapolate -- a
+        heavy-tailed input acting linearly -- are fitted by the linear part.
 
     Attributes
     ----------
@@ -60,6 +66,10 @@ class ARDRandomFourierFeatures(nn.Module):
         The learned relevances ``lambda``.
     n_components : int
         ``D``.
+    linear : bool
+        Whether the ``lambda o x`` columns follow the random features.
+    width : int
+        Output columns: ``D``, plus ``n_features`` when ``linear``.
 
     See Also
     --------
@@ -90,7 +100,7 @@ class ARDRandomFourierFeatures(nn.Module):
     torch.Size([2, 16])
     """
 
-    def __init__(self, frequencies, offsets, relevances, variant="cos", n_components=None):
+    def __init__(self, frequencies, offsets, relevances, variant="cos", n_components=None, linear=False):
         super().__init__()
         if variant not in ("cos", "cos_sin"):
             raise ValueError(f"variant must be 'cos' or 'cos_sin', got {variant!r}.")
@@ -111,6 +121,7 @@ class ARDRandomFourierFeatures(nn.Module):
         self.relevances = nn.Parameter(relevances.clone())
         self.variant = variant
         self._n_components = int(n_components)
+        self.linear = bool(linear)
 
     @classmethod
     def from_kernel(
@@ -124,6 +135,7 @@ class ARDRandomFourierFeatures(nn.Module):
         dtype=torch.float64,
         device="cpu",
         variant="cos",
+        linear=False,
     ):
         """Draw ``W`` from ``kernel``'s spectral density and ``b`` uniformly.
 
@@ -150,6 +162,8 @@ class ARDRandomFourierFeatures(nn.Module):
             Where they live.
         variant : {'cos', 'cos_sin'}, default='cos'
             The map (see the class).
+        linear : bool, default=False
+            Append the ``lambda o x`` columns (see the class).
 
         Returns
         -------
@@ -164,14 +178,24 @@ class ARDRandomFourierFeatures(nn.Module):
             relevance = 1.0 / math.sqrt(n_features)
         lam = np.broadcast_to(np.asarray(relevance, dtype=np.float64), (n_features,))
         as_t = lambda a: torch.as_tensor(np.array(a), dtype=dtype, device=device)  # noqa: E731
-        return cls(as_t(unit), as_t(phases), as_t(lam), variant=variant, n_components=n_components)
+        return cls(as_t(unit), as_t(phases), as_t(lam), variant=variant, n_components=n_components, linear=linear)
 
     @property
     def n_components(self):
-        """``D``, the number of output columns."""
+        """``D``, the number of random-feature columns."""
         return self._n_components
 
-    def replace(self, *, frequencies=None, offsets=None, relevances=None):
+    @property
+    def width(self):
+        """Output columns of :meth:`forward`: ``D``, plus ``n_features`` with the linear columns."""
+        return self._n_components + (self.frequencies.shape[0] if self.has_linear else 0)
+
+    @property
+    def has_linear(self):
+        """Whether the ``lambda o x`` columns follow (layers saved before they existed have none)."""
+        return getattr(self, "linear", False)
+
+    def replace(self, *, frequencies=None, offsets=None, relevances=None, linear=None):
         """A new layer with some of this one's draws or relevances replaced (the rest shared).
 
         Parameters
@@ -182,6 +206,8 @@ class ARDRandomFourierFeatures(nn.Module):
             New phases ``b``; None keeps this layer's.
         relevances : Tensor of shape (n_features,), default=None
             New relevances; None copies this layer's current values.
+        linear : bool, default=None
+            Whether the ``lambda o x`` columns follow; None keeps this layer's choice.
 
         Returns
         -------
@@ -194,6 +220,7 @@ class ARDRandomFourierFeatures(nn.Module):
             self.relevances.detach() if relevances is None else relevances,
             variant=self.variant,
             n_components=self.n_components,
+            linear=self.has_linear if linear is None else linear,
         )
 
     def forward(self, x, n_components=None):
@@ -201,6 +228,7 @@ class ARDRandomFourierFeatures(nn.Module):
 
         The first ``k`` columns of a draw are themselves a valid draw of ``k``
         features, so a fit can grow ``k`` (coarse to fine) and keep its random map.
+        With ``linear`` the ``n_features`` columns ``lambda o x`` follow the ``k``.
 
         Parameters
         ----------
@@ -211,25 +239,41 @@ class ARDRandomFourierFeatures(nn.Module):
 
         Returns
         -------
-        Tensor of shape (n_samples, k)
-            ``z(lambda o x)`` scaled by ``sqrt(2 / k)``.
+        Tensor of shape (n_samples, k), or (n_samples, k + n_features) with ``linear``
+            ``z(lambda o x)`` scaled by ``sqrt(2 / k)`` (then ``lambda o x``).
         """
         k = self.n_components if n_components is None else n_components
         scale = math.sqrt(2.0 / k)
+        scaled = x * self.relevances
         # without autograd the features are written in place: at n = 50k, D = 2272 the
         # out-of-place chain (cos, sin, cat, scale) held four more n x D/2 copies
         in_place = not (torch.is_grad_enabled() and (x.requires_grad or self.relevances.requires_grad))
+        linear = self.has_linear
         if self.variant == "cos":
-            projection = torch.addmm(self.offsets[:k], x * self.relevances, self.frequencies[:, :k])
-            return projection.cos_().mul_(scale) if in_place else torch.cos(projection) * scale
+            projection = torch.addmm(self.offsets[:k], scaled, self.frequencies[:, :k])
+            if not in_place:
+                features = torch.cos(projection) * scale
+                return torch.cat([features, scaled], dim=1) if linear else features
+            if not linear:
+                return projection.cos_().mul_(scale)
+            features = torch.empty((x.shape[0], k + x.shape[1]), dtype=projection.dtype, device=projection.device)
+            torch.cos(projection, out=features[:, :k])
+            features[:, :k].mul_(scale)
+            features[:, k:] = scaled
+            return features
         m = (k + 1) // 2  # the first m frequencies: nested like the 'cos' columns
-        projection = (x * self.relevances) @ self.frequencies[:, :m]
+        projection = scaled @ self.frequencies[:, :m]
         if not in_place:
-            return torch.cat([torch.cos(projection), torch.sin(projection)], dim=1)[:, :k] * scale
-        features = torch.empty((x.shape[0], k), dtype=projection.dtype, device=projection.device)
+            features = torch.cat([torch.cos(projection), torch.sin(projection)], dim=1)[:, :k] * scale
+            return torch.cat([features, scaled], dim=1) if linear else features
+        features = torch.empty((x.shape[0], k + (x.shape[1] if linear else 0)), dtype=projection.dtype,
+                               device=projection.device)
         torch.cos(projection, out=features[:, :m])
-        torch.sin(projection[:, : k - m], out=features[:, m:])
-        return features.mul_(scale)
+        torch.sin(projection[:, : k - m], out=features[:, m:k])
+        features[:, :k].mul_(scale)
+        if linear:
+            features[:, k:] = scaled
+        return features
 
     def extra_repr(self):
         """The dimensions shown in the module's ``repr``.
@@ -241,7 +285,7 @@ class ARDRandomFourierFeatures(nn.Module):
         """
         return (
             f"n_features={self.frequencies.shape[0]}, n_components={self.n_components}, "
-            f"variant={self.variant!r}"
+            f"variant={self.variant!r}" + (", linear=True" if self.has_linear else "")
         )
 
 
@@ -295,7 +339,7 @@ class RFFNetModule(nn.Module):
     def __init__(self, rff, hidden_layer_sizes, n_outputs, generator):
         super().__init__()
         self.rff = rff
-        widths = [rff.n_components, *hidden_layer_sizes, n_outputs]
+        widths = [rff.width, *hidden_layer_sizes, n_outputs]
         layers = []
         with torch.random.fork_rng(devices=[]):  # nn.Linear's own init reads the global RNG
             for i, (width_in, width_out) in enumerate(zip(widths[:-1], widths[1:])):

@@ -46,6 +46,14 @@ _PARAMETERS = """
         The random-feature map: ``sqrt(2/D) cos(W^T (lambda o x) + b)`` with random
         phases, or ``cos`` and ``sin`` of ``ceil(D/2)`` frequencies without phases
         (see :class:`~rffkit.layers.ARDRandomFourierFeatures`).
+    linear_term : bool, default=True
+        'varpro' only. After the search, try adding ``w^T (lambda o x)`` to the model
+        (an ARD linear kernel with the relevances of the ARD kernel): a stationary
+        kernel cannot extrapolate a trend, and on real tables inputs often act
+        (nearly) linearly over a heavy-tailed range. Tried first and kept unless it
+        raises the validation error by more than two standard errors of the paired
+        per-sample differences (without a validation split: the GCV score by more
+        than 1%); a feature of relevance 0 still has no effect.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
