@@ -24,12 +24,14 @@ Error messages show at most a few values of an array, never the whole of it.
 Memory
 ------
 :class:`InsufficientMemoryError` is raised before a fit (or transform) whose estimated
-peak memory exceeds the memory available; see :mod:`rffkit.config`.
+peak memory exceeds the memory available; see :mod:`rffkit.config`. A streamed fit
+(:mod:`rffkit.io`) raises its subclass :class:`MemoryBudgetError` when the statistics of
+the requested number of features do not fit its ``memory_budget``.
 """
 
 from __future__ import annotations
 
-__all__ = ["InsufficientMemoryError", "SmallSampleWarning"]
+__all__ = ["InsufficientMemoryError", "MemoryBudgetError", "SmallSampleWarning"]
 
 
 class SmallSampleWarning(UserWarning):
@@ -67,5 +69,20 @@ class InsufficientMemoryError(MemoryError):
     --------
     >>> from rffkit.exceptions import InsufficientMemoryError
     >>> issubclass(InsufficientMemoryError, MemoryError)
+    True
+    """
+
+
+class MemoryBudgetError(InsufficientMemoryError, ValueError):
+    """The statistics of the requested number of features do not fit the memory budget.
+
+    An :class:`InsufficientMemoryError` (the memory guard's error) and a ValueError (a
+    parameter to change: ``memory_budget`` or the number of features); raised by streamed
+    fits before anything large is allocated.
+
+    Examples
+    --------
+    >>> from rffkit.exceptions import InsufficientMemoryError, MemoryBudgetError
+    >>> issubclass(MemoryBudgetError, InsufficientMemoryError) and issubclass(MemoryBudgetError, ValueError)
     True
     """
