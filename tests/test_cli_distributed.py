@@ -13,7 +13,8 @@ import pytest
 
 import rffkit
 from rffkit import cli
-from rffkit._cli_support import predictions, process_group, takes_sources
+from rffkit._cli_support import predictions, takes_sources
+from rffkit.distributed import process_group
 from rffkit.io import ArraySource, TableSource
 from rffkit.ridge import RFFRidge
 
@@ -69,9 +70,9 @@ def test_only_rank_0_prints_and_writes(shards, capsys, monkeypatch):
 
 def test_a_fit_from_memory_refuses_several_processes(shards, capsys, monkeypatch):
     _as_rank(monkeypatch, 0, 2)
-    monkeypatch.setattr(cli, "estimators", lambda: {("ridge", "regression"): (rffkit.RFFNetRegressor, False)})
+    monkeypatch.setattr(cli, "estimators", lambda: {("ridge", "regression"): (rffkit.SRFFRegressor, False)})
     status, _, err = _fit(shards, capsys, "m.rffkit", "--set", "max_iter=5")
-    assert status == 2 and "RFFNetRegressor fits in one process only" in err
+    assert status == 2 and "SRFFRegressor fits in one process only" in err
     assert not (shards / "m.rffkit").exists()
 
 

@@ -62,7 +62,7 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
     (("fit", "{d}/nan.csv", "--target", "y", "--output", "{d}/new.rffkit"),
      ["column 'y' holds a missing value (null) at row 1"]),
     (("fit", "{d}/nan.parquet", "--target", "y", "--output", "{d}/new.rffkit"), ["column 'y' holds NaN at row 1"]),
-    (FIT + ("--set", "max_iters=5"), ["RFFNetRegressor has no parameter 'max_iters'", "max_iter, n_components"]),
+    (FIT + ("--set", "max_iters=5"), ["RFFNetRegressor has no parameter 'max_iters'", "max_iter, memory_budget, n_components"]),
     (FIT + ("--set", "max_iter"), ["--set takes PARAMETER=VALUE"]),
     (FIT + ("--set", "max_iter=-3"), ["'max_iter' parameter of RFFNetRegressor must be"]),
     (FIT + ("--test-size", "1.5"), ["--test-size must be at least 0 and below 1"]),

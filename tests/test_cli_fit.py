@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rffkit
-from rffkit import cli
+from rffkit import _cli_support, cli
 from rffkit._cli_support import (
     RowSplit, choose_task, column_relevances, parse_settings, takes_sources,
 )
@@ -65,7 +65,7 @@ def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path
     X, y = _encoded(table_csv, bundle)
     held_out = validation_mask(np.arange(N_ROWS), 0.2, seed=0)
     assert (meta["n_train"], meta["n_test"]) == (int((~held_out).sum()), int(held_out.sum()))
-    residual = model.predict(X[held_out]) - y[held_out]
+    residual = _cli_support.predictions(model, X[held_out]) - y[held_out]  # a streamed fit: the model knows its column names
     r2 = 1 - residual @ residual / np.sum((y[held_out] - y[held_out].mean()) ** 2)
     assert meta["score"]["r2"] == pytest.approx(r2, rel=1e-9) and r2 > 0.8
     assert f"held-out score on {held_out.sum()} rows: R^2 {r2:.3f}" in out
@@ -83,7 +83,7 @@ def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path
     written = pq.read_table(predictions)
     assert written.column_names == ["id", "predicted_y"]
     assert written["id"].to_pylist() == list(range(1000, 1000 + N_ROWS))
-    np.testing.assert_array_equal(written["predicted_y"].to_numpy(), model.predict(X))
+    np.testing.assert_array_equal(written["predicted_y"].to_numpy(), _cli_support.predictions(model, X))
     assert out.strip() == f"wrote {N_ROWS} predictions to {predictions}"
 
     info = _run(capsys, "info", model_path)
@@ -222,7 +222,8 @@ def test_row_split_partitions_rows_over_ranks(table_csv):
     test_rows = np.concatenate([c.rows for c in test.iter_chunks()])
     assert sorted(np.concatenate(per_rank + [test_rows]).tolist()) == list(range(N_ROWS))
     assert sum(map(len, per_rank)) == train.n_rows and len(test_rows) == test.n_rows
-    assert not takes_sources(rffkit.RFFNetRegressor(), (np.zeros((4, 2)), np.zeros(4)))
+    assert takes_sources(rffkit.RFFNetRegressor(max_iter=5), (np.arange(8.0).reshape(4, 2), np.arange(4.0)))
+    assert not takes_sources(rffkit.RFFNetClassifier(), (np.zeros((4, 2)), np.zeros(4)))
 
 
 def test_predict_on_shards_keeps_the_row_order(table_csv, tmp_path, capsys):

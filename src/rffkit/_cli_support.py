@@ -24,7 +24,7 @@ from .persistence import ModelFileError, load
 
 __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "MAX_AUTO_CLASSES", "CommandLineError", "estimators",
            "parse_settings", "configure", "summarise_target", "choose_task", "takes_sources",
-           "RowSplit", "HeldOutScore", "predictions", "describe_score", "column_relevances", "process_group",
+           "RowSplit", "HeldOutScore", "predictions", "describe_score", "column_relevances",
            "load_model", "replaced_atomically"]
 
 MODEL_FORMAT = "rffkit-command-line"
@@ -264,34 +264,6 @@ def column_relevances(estimator, groups):
     for group, share in zip(groups, shares):
         grouped[group] += float(share)
     return dict(sorted(grouped.items(), key=lambda item: -item[1]))
-
-
-# -- distributed runs (torchrun) ---------------------------------------------------------------
-@contextlib.contextmanager
-def process_group(device="cpu"):
-    """Join the torchrun job when ``WORLD_SIZE`` > 1; yield ``(rank, world_size)``.
-
-    The group is initialised from the environment torchrun sets (gloo on the CPU; NCCL too
-    when the estimator runs on CUDA) and destroyed on exit, unless it already existed.
-    """
-    import torch
-    import torch.distributed as dist
-
-    started = False
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and dist.is_available() and not dist.is_initialized():
-        cuda = str(device).startswith("cuda") and torch.cuda.is_available()
-        if cuda:
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group(backend="cpu:gloo,cuda:nccl" if cuda else "gloo")
-        started = True
-    try:
-        if dist.is_available() and dist.is_initialized():
-            yield dist.get_rank(), dist.get_world_size()
-        else:
-            yield 0, 1
-    finally:
-        if started:
-            dist.destroy_process_group()
 
 
 def load_model(path):

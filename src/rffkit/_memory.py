@@ -166,12 +166,21 @@ _FIT_ESTIMATES = {
     "BaseRFFNet": _rffnet_fit,
 }
 #: Estimators whose fit streams a memory map instead of loading it.
-_STREAMS_MEMORY_MAPS = {"RFFRidge"}
+_STREAMS_MEMORY_MAPS = {"RFFRidge", "RFFNetRegressor"}
 _TRANSFORM_ESTIMATES = {
     "RandomFourierFeatures": _fourier_transform,
     "RandomBinningFeatures": _binning_transform,
     "SRFFRegressor": _srff_predict,
 }
+
+
+def _streams(estimator, X):
+    """Whether the estimator's fit streams the memory map ``X`` (RFFNet: with 'varpro' only)."""
+    if not hasattr(estimator, "hidden_layer_sizes"):
+        return True
+    from ._rffnet_stream import fits_streamed
+
+    return fits_streamed(estimator, X)
 
 
 def estimate_peak_bytes(estimator, X, method="fit"):
@@ -186,7 +195,7 @@ def estimate_peak_bytes(estimator, X, method="fit"):
         return None
     table = _FIT_ESTIMATES if method == "fit" else _TRANSFORM_ESTIMATES
     for klass in type(estimator).__mro__:
-        if isinstance(X, np.memmap) and klass.__name__ in _STREAMS_MEMORY_MAPS:
+        if isinstance(X, np.memmap) and klass.__name__ in _STREAMS_MEMORY_MAPS and _streams(estimator, X):
             return None  # read chunk by chunk, checked against its memory budget
         if klass.__name__ in table:
             estimate = table[klass.__name__]

@@ -97,6 +97,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         "random_state": ["random_state"],
         "device": [str, torch.device],
         "verbose": ["verbose"],
+        "memory_budget": [None, Interval(numbers.Integral, 1, None, closed="left"), str],
     }
     #: The solvers' tuning constants (:class:`rffkit._settings.RFFNetSettings`).
     _settings = DEFAULT_SETTINGS
@@ -108,7 +109,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         relevance_penalty=0.0,
         rescale_groups=True, align_frequencies=True, prune_relevances=True, hidden_layer_sizes=(), solver="auto",
         learning_rate=1e-2, batch_size=256, max_iter=100, tol=1e-4, early_stopping=True, validation_fraction=0.1,
-        n_iter_no_change=10, random_state=None, device="cpu", verbose=0,
+        n_iter_no_change=10, random_state=None, device="cpu", verbose=0, memory_budget=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -131,6 +132,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
+        self.memory_budget = memory_budget
 
     # -- hooks of the subclasses --------------------------------------------------------------
     def _encode_target(self, y):
@@ -242,14 +244,18 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             n_components = default_n_components(len(train_rows), self._settings)
             if solver == "varpro":
                 n_components = max(n_components, min(len(train_rows), self._settings.varpro_min_features))
-        layer = ARDRandomFourierFeatures.from_kernel(
-            X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=torch.float32, device=device,
-            variant=self.variant,
-        )
+        layer = self._draw_layer(X.shape[1], n_components, layer_seed, device)
         return _Problem(
             solver, hidden, device, x_mean, x_scale, target, target_state, n_outputs, validation_rows,
             tensor(train_rows), self._target_tensor(target[train_rows], device), X_val, y_val, layer,
             torch_generator(torch_seed),
+        )
+
+    def _draw_layer(self, n_features, n_components, seed, device):
+        """The random-feature layer of a fit: the kernel's draws, in float32, relevances at their start."""
+        return ARDRandomFourierFeatures.from_kernel(
+            n_features, n_components, self.kernel, random_state=seed, dtype=torch.float32, device=device,
+            variant=self.variant,
         )
 
     def _solve_varpro(self, problem, progress):

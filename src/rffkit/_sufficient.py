@@ -38,11 +38,11 @@ import psutil
 import scipy.sparse as sp
 import torch
 
-from ._memory import InsufficientMemoryError
 from ._ridge import gram_matrix
 from ._ridge_path import RidgeSpectrum, loo_sums
 from ._streaming import RunningMoments, validation_mask
 from .distributed import all_gather_object, all_reduce_sum, broadcast_object, world
+from .exceptions import MemoryBudgetError
 
 __all__ = [
     "RidgeStatistics",
@@ -552,14 +552,6 @@ def all_reduce_bytes(n_features, n_targets=1, n_statistics=1):
     """Bytes of the larger all-reduce of :func:`all_reduce_statistics` (independent of n)."""
     D, T = n_features, n_targets
     return 8 * n_statistics * (1 + D + D * (D + 1) // 2 + D * T + 2 * T)
-
-
-class MemoryBudgetError(InsufficientMemoryError, ValueError):
-    """The statistics of the requested number of features do not fit the memory budget.
-
-    An :class:`~rffkit.exceptions.InsufficientMemoryError` (the memory guard's error) and a
-    ValueError (a parameter to change); raised before anything large is allocated.
-    """
 
 
 def parse_memory(value):

@@ -32,6 +32,7 @@ __all__ = [
     "LARGEST_LEARNING_RATE",
     "SMALLEST_PENALTY",
     "check_input",
+    "standard_scale",
     "check_finite_features",
     "check_grid_range",
     "deferred_warnings",
@@ -373,10 +374,19 @@ def standardisation(X):
     Returns ``(mean, scale)``, two arrays of shape (n_features,) in the dtype of ``X``.
     """
     mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    tolerance = max(float(np.finfo(X.dtype).eps), 1e-12) * np.maximum(np.abs(mean), 1.0)
+    return mean, standard_scale(mean, X.std(axis=0), X.dtype)
+
+
+def standard_scale(mean, std, dtype):
+    """The scales of :func:`standardisation` from column means and standard deviations.
+
+    A standard deviation within rounding of zero (at most ``max(eps, 1e-12) * max(1, |mean|)``,
+    ``eps`` of ``dtype``) gives scale 1. Used as well by fits that stream their moments.
+    """
+    scale = np.array(std, copy=True)
+    tolerance = max(float(np.finfo(dtype).eps), 1e-12) * np.maximum(np.abs(mean), 1.0)
     scale[~(scale > tolerance)] = 1.0
-    return mean, scale
+    return scale
 
 
 def torch_generator(seed, device="cpu"):

@@ -31,9 +31,10 @@ from . import __version__
 from ._cli_support import (
     MAX_AUTO_CLASSES, MODEL_FORMAT, MODEL_VERSION, CommandLineError, HeldOutScore, RowSplit,
     choose_task, column_relevances, configure, describe_score, estimators, load_model,
-    parse_settings, predictions, process_group, replaced_atomically, summarise_target, takes_sources,
+    parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
 from ._streaming import validation_mask
+from .distributed import process_group
 from .io import ColumnEncoding, ColumnNotFoundError, open_table
 from .persistence import read_metadata, save
 
@@ -154,13 +155,20 @@ def _check_output_folder(path, option="--output"):
         raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
 
 
+def _backend(device):
+    """The torch.distributed backend of a job whose estimator runs on ``device``: gloo, and NCCL for CUDA."""
+    import torch
+
+    return "cpu:gloo,cuda:nccl" if str(device).startswith("cuda") and torch.cuda.is_available() else "gloo"
+
+
 def fit_command(args):
     """``rffkit fit``: see ``rffkit fit --help``."""
     _check_output_folder(args.output)
     settings = parse_settings(args.set)
     if not 0 <= args.test_size < 1:
         raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
-    with process_group(settings.get("device", "cpu")) as (rank, world_size):
+    with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
         report = _Report(args.json, quiet=rank != 0)
         source = open_table(args.data, target=args.target, features=args.features)
         kind, values, n_rows = summarise_target(source)

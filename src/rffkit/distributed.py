@@ -276,9 +276,10 @@ def process_group(backend=None, *, timeout_seconds=1800):
 
     Parameters
     ----------
-    backend : {'gloo', 'nccl'} or None, default=None
-        None: 'nccl' when CUDA is available, else 'gloo'. With 'nccl' each process uses
-        the GPU numbered by its ``LOCAL_RANK``.
+    backend : str or None, default=None
+        'gloo', 'nccl', or a mapping such as 'cpu:gloo,cuda:nccl'; None: 'nccl' when CUDA
+        is available, else 'gloo'. With NCCL each process uses the GPU numbered by its
+        ``LOCAL_RANK``.
     timeout_seconds : float, default=1800
         How long a collective call waits for the other ranks before failing.
 
@@ -298,7 +299,7 @@ def process_group(backend=None, *, timeout_seconds=1800):
         return
     if backend is None:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
+    if "nccl" in backend:  # 'nccl', or a per-device mapping such as 'cpu:gloo,cuda:nccl'
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_seconds))
     try:

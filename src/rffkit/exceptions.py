@@ -33,12 +33,14 @@ Memory
 peak memory exceeds the memory available; see :mod:`rffkit.config`. Where a chunked
 path exists for the same rows (:class:`~rffkit.RFFRidge` on a dense array: the
 sufficient statistics of :mod:`rffkit.io`'s streamed fit), the fit takes it instead,
-with a :class:`ChunkedFitWarning`, and raises only when that does not fit either.
+with a :class:`ChunkedFitWarning`, and raises only when that does not fit either. A
+streamed fit (:mod:`rffkit.io`) raises the subclass :class:`MemoryBudgetError` when the
+statistics of the requested number of features do not fit its ``memory_budget``.
 """
 
 from __future__ import annotations
 
-__all__ = ["ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "SmallSampleWarning"]
+__all__ = ["ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "MemoryBudgetError", "SmallSampleWarning"]
 
 
 class SmallSampleWarning(UserWarning):
@@ -107,5 +109,20 @@ class ChunkedFitWarning(UserWarning):
     --------
     >>> from rffkit.exceptions import ChunkedFitWarning
     >>> issubclass(ChunkedFitWarning, UserWarning)
+    True
+    """
+
+
+class MemoryBudgetError(InsufficientMemoryError, ValueError):
+    """The statistics of the requested number of features do not fit the memory budget.
+
+    An :class:`InsufficientMemoryError` (the memory guard's error) and a ValueError (a
+    parameter to change: ``memory_budget`` or the number of features); raised by streamed
+    fits before anything large is allocated.
+
+    Examples
+    --------
+    >>> from rffkit.exceptions import InsufficientMemoryError, MemoryBudgetError
+    >>> issubclass(MemoryBudgetError, InsufficientMemoryError) and issubclass(MemoryBudgetError, ValueError)
     True
     """

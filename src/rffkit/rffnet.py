@@ -25,6 +25,7 @@ from torch import nn
 
 from ._heads import LogisticHeads
 from ._rffnet_base import BaseRFFNet
+from ._rffnet_stream import fit_stream, fits_streamed, is_stream, predict_stream, score_stream
 from ._guards import atomic_fit, within_limits
 from ._validation import as_tensor, check_input
 
@@ -137,6 +138,14 @@ _PARAMETERS = """
         ``n_components_``, validation score). 2: also a line per iteration. Lines go
         through the ``rffkit`` logger (to standard error when no logging is
         configured).
+    memory_budget : int, str or None, default=None
+        Streamed fits of the regressor only (``X`` a source or a memory map): bytes
+        (or a string such as '2GB') that the relevance search on the sample and the
+        ``D x D`` statistics of the head may each use. With ``n_components=None`` the
+        head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 4,000)
+        whose two float64 ``D x D`` statistics and eigendecomposition fit; a given
+        ``n_components`` that does not fit raises ``MemoryBudgetError``. None: half
+        the memory available when the fit starts (the smallest over the ranks).
 """
 
 _ATTRIBUTES = """
@@ -245,22 +254,30 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Learn the relevances and the model.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (standardised internally).
-        y : array-like of shape (n_samples,)
-            Targets.
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            Training inputs (standardised internally). A source or a memory map is
+            streamed (split over the ranks of an initialised process group): the
+            relevances are searched on a hashed sample of the rows and the head is
+            fitted on every row from its ridge statistics (:mod:`rffkit._rffnet_stream`;
+            'varpro' solver only: 'adam' reads a memory map into memory and refuses a
+            source).
+        y : array-like of shape (n_samples,), default=None
+            Targets; None when ``X`` is a source, which carries its own.
 
         Returns
         -------
         self : RFFNetRegressor
             The fitted estimator; an error during the fit leaves it as it was.
         """
+        if fits_streamed(self, X):
+            return fit_stream(self, X, y)
         X, y = check_input(self, X, y, dtype=np.float64, y_numeric=True)
+        self.__dict__.pop("n_rows_seen_", None)
         return self._fit(X, y)
 
     @within_limits
@@ -269,15 +286,43 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        if is_stream(X):
+            return predict_stream(self, X)
         X = check_input(self, X, dtype=np.float64, reset=False)
+        return self._predict_rows(X)
+
+    def _predict_rows(self, X):
+        """Predictions for validated raw float64 rows."""
         return self._forward(X)[:, 0] * self._y_scale + self._y_mean
+
+    @within_limits
+    def score(self, X, y=None, sample_weight=None):
+        """R^2 of the predictions on ``(X, y)``, or on a source's rows and target, chunk by chunk.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        y : array-like of shape (n_samples,), default=None
+            None when ``X`` is a source with a target.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Arrays only.
+
+        Returns
+        -------
+        score : float
+        """
+        if is_stream(X) and sample_weight is None:
+            check_is_fitted(self)
+            return score_stream(self, X, y)
+        return super().score(X, y, sample_weight=sample_weight)
 
 
 class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
@@ -380,6 +425,9 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
         -------
         self : RFFNetClassifier
         """
+        if fits_streamed(self, X) and not isinstance(X, np.memmap):
+            raise TypeError(f"{type(self).__name__} fits from arrays (or a memory map), not from a streamed "
+                            f"{type(X).__name__}; RFFNetRegressor and RFFRidge fit from sources.")
         X, y = check_input(self, X, y, dtype=np.float64)
         return self._fit(X, y)
 

@@ -1,0 +1,456 @@
+"""RFFNetRegressor fitted from a streamed source, on one process or on every rank of a job.
+
+A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
+``numpy.memmap`` with its target) is read twice, each rank reading its share:
+
+1. **Moments and a sample.** The column means and variances of ``X`` and of ``y``
+   (:class:`~rffkit._streaming.RunningMoments`) standardise the inputs and the target, as
+   the in-memory fit does with all its rows; a uniform sample of rows is kept by the
+   smallest hash keys of their global row indices (:class:`~rffkit._streaming.BottomKSample`),
+   and rows are held out for validation by another hash of the index
+   (:func:`~rffkit._streaming.validation_mask`). The ranks' moments and samples are
+   gathered and merged in rank order, so the sample holds the same rows whatever the number
+   of ranks.
+2. **Relevances on the sample.** Rank 0 runs the in-memory 'varpro' fit of
+   :meth:`~rffkit._rffnet_base.BaseRFFNet._solve_varpro` (relevance search, refinement
+   moves) on the sample, split by the same hash into training and validation rows, with
+   ``D_search`` random features, and broadcasts the layer it keeps to the other ranks.
+3. **The head on every row.** Every rank streams its rows through the layer, extended to
+   ``D_head >= D_search`` features, and accumulates the ridge statistics
+   (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
+   rows separately; they are summed over the ranks. The validation error of the ridge head
+   at every penalty follows in closed form from the validation statistics
+   (:func:`~rffkit._ridge_path.heldout_path`), so ``alpha='auto'`` is chosen there (GCV
+   without a validation split) and the head is solved from the training statistics.
+
+The layer's random draws are nested: the first ``k`` frequencies of a draw of ``K`` are a
+draw of ``k``. The head's layer is the kept search layer followed by the frequencies
+``k + 1 ... K`` of the same draw at the same relevances (after the frequency-alignment
+move, the aligned frequencies followed by the tail of the original draw: the kernel is then
+a mixture of the aligned one and the ARD kernel).
+
+Sizes (:class:`StreamSettings`): the sample holds ``search_rows`` training rows plus the
+validation rows that go with them; ``D_search`` is what the in-memory fit would take for
+that many rows; ``D_head`` is ``n_components``, or by default the rule
+``floor(sqrt(n) log n)`` of the training rows (at most ``max_default_features``), lowered
+until its two ``D x D`` float64 statistics and the eigendecomposition fit the memory budget
+(:func:`~rffkit._sufficient.max_components`). The in-memory search on the sample must fit
+the budget as well (the estimate of :mod:`rffkit._memory`). The search and the head run one
+after the other, so the peak is the larger of the two, not their sum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import clone
+
+from ._memory import _rffnet_fit as _in_memory_estimate
+from ._progress import FitProgress
+from ._ridge_path import gcv_path, heldout_path, path_coefficients
+from ._search import default_n_components
+from ._streaming import BottomKSample, RunningMoments, validation_mask
+from ._sufficient import (
+    MemoryBudgetError,
+    RidgeStatistics,
+    accumulate,
+    agree,
+    check_memory_budget,
+    max_components,
+    parse_memory,
+)
+from ._validation import as_tensor, draw_seeds, resolve_device, standard_scale, torch_generator
+from .distributed import all_gather_object, broadcast_object, world
+from .io import ArraySource, TableSource
+from .layers import RFFNetModule
+
+__all__ = [
+    "StreamSettings", "STREAM_SETTINGS", "is_stream", "fits_streamed", "fit_stream", "predict_stream", "score_stream",
+    "truncated_layer", "extended_layer", "layer_width",
+]
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """Sizes of RFFNet's streamed fit.
+
+    Attributes
+    ----------
+    search_rows : int
+        Training rows of the in-memory sample on which the relevances are searched (with
+        them, ``validation_fraction / (1 - validation_fraction)`` as many validation rows).
+        20,000 rows take ``D_search`` = 1,401 features and about 1.5 GB in the search.
+    feature_itemsize : int
+        Bytes per feature value of the streamed blocks (float32).
+    """
+
+    search_rows: int = 20_000
+    feature_itemsize: int = 4
+
+
+STREAM_SETTINGS = StreamSettings()
+
+
+def is_stream(X):
+    """Whether ``predict``/``score`` read ``X`` chunk by chunk (a source or a memory map)."""
+    return isinstance(X, (TableSource, ArraySource, np.memmap))
+
+
+def fits_streamed(estimator, X):
+    """Whether ``fit`` streams ``X``: a source always, a memory map when the solver is 'varpro'.
+
+    A memory map given to the 'adam' solver (or to hidden layers) is read into memory, as
+    before; a source there gets the streamed fit's error.
+    """
+    if isinstance(X, np.memmap):
+        hidden = np.atleast_1d(np.asarray(estimator.hidden_layer_sizes, dtype=object)).size
+        return estimator.solver != "adam" and not hidden
+    return isinstance(X, (TableSource, ArraySource))
+
+
+def _source(estimator, X, y, *, fitting):
+    """The source behind ``X`` (a memory map becomes an :class:`ArraySource`)."""
+    owner = type(estimator).__name__
+    if isinstance(X, (TableSource, ArraySource)):
+        if y is not None:
+            raise ValueError(f"{owner}: {type(X).__name__} carries its own target; pass y=None.")
+        source = X
+    else:
+        if fitting and y is None:
+            raise ValueError(f"{owner}.fit: a numpy.memmap X needs y (an array or another memmap).")
+        source = ArraySource(X, y)
+    if fitting and source.target is None:
+        raise ValueError(f"{owner}.fit: the source has no target; open it with "
+                         "open_table(..., target='column') or pass ArraySource(X, y).")
+    return source
+
+
+def _numeric_target(owner, y):
+    """``y`` as float64 of shape (m, 1); non-numeric targets are refused, naming them."""
+    y = np.asarray(y)
+    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise ValueError(f"{owner}: the target must be numeric; got values of dtype {y.dtype} "
+                         f"(e.g. {y.ravel()[:1].tolist()}).")
+    if y.ndim != 1:
+        raise ValueError(f"{owner}: a streamed fit takes one target column; got shape {y.shape}.")
+    return y.astype(np.float64, copy=False).reshape(-1, 1)
+
+
+@dataclass
+class _FirstPass:
+    """What pass 1 learned, the same on every rank."""
+
+    x_moments: RunningMoments
+    y_moments: RunningMoments
+    sample: tuple  # (X, y, rows) of the sampled rows, sorted by row
+    n_rows: int
+    n_validation: int
+
+
+def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
+    rank, world_size = world()
+    x_moments, y_moments, sample = RunningMoments(), RunningMoments(), BottomKSample(sample_rows, seed)
+    n_rows = n_validation = 0
+    for chunk in source.iter_chunks(rank=rank, world_size=world_size):
+        y = _numeric_target(owner, chunk.y)
+        x_moments.update(chunk.X)
+        y_moments.update(y)
+        sample.update(chunk.X, y[:, 0], chunk.rows)
+        n_rows += chunk.rows.shape[0]
+        n_validation += int(np.count_nonzero(validation_mask(chunk.rows, validation_fraction, seed)))
+    merged = _FirstPass(RunningMoments(), RunningMoments(), None, 0, 0)
+    samples = BottomKSample(sample_rows, seed)
+    for part in all_gather_object((x_moments, y_moments, sample if sample.n_seen else None, n_rows,
+                                   n_validation)):
+        merged.x_moments.merge(part[0])
+        merged.y_moments.merge(part[1])
+        if part[2] is not None:
+            samples.merge(part[2])
+        merged.n_rows += part[3]
+        merged.n_validation += part[4]
+    if merged.n_rows:
+        merged.sample = samples.result()
+    return merged
+
+
+def _nested(layer, frequencies, offsets, relevances, n_components):
+    """A layer of ``layer``'s type and variant (and linear columns) on the given draws."""
+    options = {"linear": True} if getattr(layer, "has_linear", False) else {}
+    return type(layer)(frequencies, offsets, relevances, variant=layer.variant, n_components=n_components,
+                       **options)
+
+
+def _n_frequencies(variant, n_components):
+    return n_components if variant == "cos" else (n_components + 1) // 2
+
+
+def truncated_layer(layer, n_components):
+    """The layer of the first ``n_components`` features of ``layer``'s draw (a valid draw itself)."""
+    if n_components == layer.n_components:
+        return layer
+    k = _n_frequencies(layer.variant, n_components)
+    return _nested(layer, layer.frequencies[:, :k].clone(), layer.offsets[:k].clone(),
+                   layer.relevances.detach(), n_components)
+
+
+def extended_layer(found, full):
+    """``found`` (a layer on the first frequencies of ``full``'s draw) followed by the rest of ``full``'s draw.
+
+    The relevances are ``found``'s; the result has ``full.n_components`` features.
+    """
+    if found.n_components == full.n_components:
+        return found
+    k = found.frequencies.shape[1]
+    frequencies = torch.cat([found.frequencies, full.frequencies[:, k:]], dim=1)
+    offsets = torch.cat([found.offsets, full.offsets[k:]])
+    return _nested(found, frequencies, offsets, found.relevances.detach(), full.n_components)
+
+
+def layer_width(layer):
+    """Output columns of ``layer`` (``n_components``, plus the linear columns where it has them)."""
+    return int(getattr(layer, "width", layer.n_components))
+
+
+def _sizes(estimator, n_train, n_features, sample_train, budget):
+    """``(D_search, D_head)`` for ``n_train`` training rows, the sample's and the memory budget."""
+    owner, settings = type(estimator).__name__, estimator._settings
+    itemsize = STREAM_SETTINGS.feature_itemsize
+    search_default = default_n_components(sample_train, settings)
+    search_default = max(search_default, min(sample_train, settings.varpro_min_features))
+    if estimator.n_components is not None:
+        head = int(estimator.n_components)
+        check_memory_budget(head, budget, n_statistics=2, itemsize=itemsize, owner=owner,
+                            parameter="memory_budget", lower="n_components")
+    else:  # the in-memory fit's default for n_train rows, within the budget
+        head = max(default_n_components(n_train, settings), min(n_train, settings.varpro_min_features))
+        head = min(head, max_components(budget, n_statistics=2, itemsize=itemsize))
+        if head < 1:
+            raise MemoryBudgetError(
+                f"{owner}: memory_budget={budget / 1e9:.3g} GB does not hold the statistics of even "
+                "one random feature; raise memory_budget.")
+    search = min(head, search_default)
+    probe = clone(estimator).set_params(n_components=search)
+    needed = _in_memory_estimate(probe, sample_train, n_features, itemsize)[0]
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"{owner}: the relevance search on {sample_train} sampled rows with {search} features needs "
+            f"about {needed / 1e9:.3g} GB, more than memory_budget={budget / 1e9:.3g} GB; raise memory_budget "
+            "or lower n_components.")
+    return search, head
+
+
+class _Standardiser:
+    """``(X - mean) / scale`` as float32 tensors on ``device``, and the standardised target."""
+
+    def __init__(self, x_mean, x_scale, y_mean, y_scale, device):
+        self.x_mean, self.x_scale, self.y_mean, self.y_scale = x_mean, x_scale, y_mean, y_scale
+        self.device = device
+
+    def inputs(self, X):
+        return as_tensor((np.asarray(X, dtype=np.float64) - self.x_mean) / self.x_scale, dtype=torch.float32,
+                         device=self.device)
+
+    def target(self, y):
+        return (y - self.y_mean) / self.y_scale
+
+
+def _sample_problem(estimator, first, standardise, layer, *, validation_fraction, split_seed, generator,
+                    validated):
+    """The in-memory :class:`~rffkit._rffnet_base._Problem` of the sample (rows split by the hash)."""
+    from ._rffnet_base import _Problem
+
+    X, y, rows = first.sample
+    held = validation_mask(rows, validation_fraction, split_seed) if validated else np.zeros(rows.shape, bool)
+    if held.sum() < 2 or (~held).sum() < 2:  # as in memory: too few rows to hold any out
+        validated, held = False, np.zeros(rows.shape, bool)
+    target = standardise.target(y.reshape(-1, 1))[:, 0]
+    X_val = y_val = None
+    if validated:
+        X_val = standardise.inputs(X[held])
+        y_val = estimator._target_tensor(target[held], standardise.device)
+    return _Problem(
+        "varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, target,
+        (standardise.y_mean, standardise.y_scale), 1, None, standardise.inputs(X[~held]),
+        estimator._target_tensor(target[~held], standardise.device), X_val, y_val, layer, generator,
+    )
+
+
+def _on_rank_zero(compute):
+    """``compute()`` on rank 0, its result (or its exception, raised) on every rank."""
+    result = None
+    if world()[0] == 0:
+        try:
+            result = compute()
+        except Exception as error:  # noqa: BLE001 -- handed to every rank, then raised
+            result = error
+    result = broadcast_object(result)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def _head_from_statistics(train, heldout, alphas):
+    """``(alpha, coef, intercept, validation MSE or GCV, validation R^2 or None)`` of the best alpha.
+
+    ``alphas`` are per-row penalties (those of :func:`rffkit._ridge.select_ridge_alpha`);
+    the path works on sums, hence ``n_train * alpha``. Ties go to the largest alpha.
+    """
+    spectrum = train.spectrum()
+    penalties = [train.count * alpha for alpha in alphas]
+    r2 = None
+    if heldout is not None:
+        gram, cross, y_norm2 = heldout.centred_at(spectrum.feature_mean, spectrum.target_mean)
+        scores = heldout_path(spectrum, penalties, gram, cross, y_norm2, heldout.count)[:, 0].tolist()
+        del gram
+        spread = float(heldout.centred()[2][0])
+    else:
+        scores = gcv_path(spectrum, penalties).mean(dim=1).tolist()
+    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
+    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    coef = path_coefficients(spectrum, penalties[best])[:, 0]
+    intercept = float(spectrum.target_mean[0] - spectrum.feature_mean @ coef.cpu().numpy())
+    if heldout is not None and spread > 0:
+        r2 = 1.0 - scores[best] * heldout.count / spread
+    return alphas[best], coef, intercept, scores[best], r2
+
+
+def fit_stream(estimator, X, y):
+    """Fit ``estimator`` (an RFFNetRegressor) on a source; see the module docstring. Returns it."""
+    owner = type(estimator).__name__
+    if estimator._resolve_solver(estimator._hidden_sizes()) != "varpro":
+        raise ValueError(
+            f"{owner}: a streamed fit runs the 'varpro' solver (relevances on a sample, the head on every "
+            "row); solver='adam' and hidden layers need the rows in memory: pass arrays.")
+    source = _source(estimator, X, y, fitting=True)
+    device = resolve_device(estimator.device, owner=owner)
+    budget = min(all_gather_object(parse_memory(estimator.memory_budget)))  # the same on every rank
+    split_seed, layer_seed, torch_seed = broadcast_object(draw_seeds(estimator.random_state, 3))
+    fraction = estimator.validation_fraction if estimator.early_stopping else 0.0
+    sample_train = STREAM_SETTINGS.search_rows
+    sample_rows = sample_train if not fraction else int(math.ceil(sample_train / (1.0 - fraction)))
+    with FitProgress(owner, estimator.verbose) as progress:
+        progress.stage("pass 1: moments and sample")
+        first = _first_pass(source, owner, sample_rows=sample_rows, validation_fraction=fraction, seed=split_seed)
+        n_val = first.n_validation
+        validated = n_val >= 2 and first.n_rows - n_val >= 2
+        n_train = first.n_rows - (n_val if validated else 0)
+        if n_train < 2:
+            raise ValueError(f"{owner}: the source has {first.n_rows} row(s); at least 2 are needed.")
+        sample_n_train = first.sample[2].shape[0]
+        if validated:
+            sample_n_train -= int(np.count_nonzero(validation_mask(first.sample[2], fraction, split_seed)))
+        try:
+            d_search, d_head = _sizes(estimator, n_train, source.n_features, sample_n_train, budget)
+            error = None
+        except MemoryBudgetError as exc:
+            error = exc
+        agree(error)
+
+        x_mean = first.x_moments.mean
+        x_scale = standard_scale(x_mean, first.x_moments.std, np.float64)
+        y_mean, y_std = float(first.y_moments.mean[0]), float(first.y_moments.std[0])
+        standardise = _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device)
+        full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
+
+        def search():
+            generator = torch_generator(torch_seed)
+            problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
+                                      validation_fraction=fraction, split_seed=split_seed, generator=generator,
+                                      validated=validated)
+            model, history, _ = estimator._solve_varpro(problem, progress)
+            return model.rff.to("cpu"), history
+
+        found, history = _on_rank_zero(search)
+        layer = extended_layer(found.to(device), full)
+        first.sample = None  # the sample is no longer needed
+
+        progress.stage(f"pass 2: ridge statistics of {layer_width(layer)} features")
+        width = layer_width(layer)
+        train = RidgeStatistics(width, 1, device=device)
+        heldout = RidgeStatistics(width, 1, device=device) if validated else None
+
+        @torch.no_grad()
+        def features(X_block):
+            return layer(standardise.inputs(X_block))
+
+        accumulate(source, features, train, heldout,
+                   target=lambda values: standardise.target(_numeric_target(owner, values)),
+                   validation_fraction=fraction if validated else 0.0, seed=split_seed)
+        alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
+        alpha, coef, intercept, loss, r2 = _head_from_statistics(train, heldout, alphas)
+
+        model = RFFNetModule(layer, (), 1, torch_generator(torch_seed))
+        with torch.no_grad():
+            model.first_linear.weight.copy_(coef.reshape(1, -1))
+            model.first_linear.bias.fill_(intercept)
+        model.eval()
+        if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
+            raise RuntimeError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
+        if validated:  # the sample's last entry becomes the model's loss on every validation row
+            history.validation_loss[-1:] = [loss]
+        history.best_validation_loss = loss
+        _set_fitted(estimator, source, standardise, model, history, alpha, r2)
+        estimator.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
+        progress.summary(
+            f"fitted in {progress.elapsed:.1f} s on {estimator.n_rows_seen_} streamed rows: alpha {alpha:g}, "
+            f"{d_search} search and {estimator.n_components_} head features, validation R^2 "
+            + ("none" if r2 is None else f"{r2:.4f}"))
+    return estimator
+
+
+def _set_fitted(estimator, source, standardise, model, history, alpha, r2):
+    """Store the fit through the in-memory fit's own :meth:`_set_fitted`, then what a source adds."""
+    from ._rffnet_base import _Problem
+
+    problem = _Problem("varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, None,
+                       (standardise.y_mean, standardise.y_scale), 1, None, None, None, None, None, model.rff, None)
+    estimator._set_fitted(None, problem, model, history, alpha)
+    estimator.best_validation_score_ = r2
+    estimator.n_features_in_ = source.n_features
+    estimator.__dict__.pop("feature_names_in_", None)
+    if isinstance(source, TableSource):
+        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+
+
+def _checked(estimator, X, y=None):
+    """The source of ``X`` for prediction, its columns checked against those seen in ``fit``."""
+    owner = type(estimator).__name__
+    source = _source(estimator, X, y, fitting=False)
+    if source.n_features != estimator.n_features_in_:
+        raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
+                         f"{estimator.n_features_in_} features as input.")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
+        missing = [name for name in names if name not in source.feature_names]
+        detail = f"it lacks {missing}" if missing else "they come in another order"
+        raise ValueError(f"{owner}.predict: the source's columns differ from those seen in fit ({detail}); "
+                         "open it with the training encoding (open_table(..., encoding=training.encoding)).")
+    return source
+
+
+def predict_stream(estimator, X):
+    """Predictions for every row of a source, read chunk by chunk (all rows, whatever the rank)."""
+    source = _checked(estimator, X)
+    parts = [estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) for chunk in source.iter_chunks()]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def score_stream(estimator, X, y=None):
+    """R^2 of the predictions on every row of a source with a target, read chunk by chunk."""
+    owner = type(estimator).__name__
+    source = _checked(estimator, X, y)
+    if source.target is None:
+        raise ValueError(f"{owner}.score: the source has no target to score against.")
+    residual = RunningMoments()
+    sse = 0.0
+    for chunk in source.iter_chunks():
+        y = _numeric_target(owner, chunk.y)[:, 0]
+        error = estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) - y
+        sse += float(error @ error)
+        residual.update(y)
+    total = float(np.sum(residual.m2))
+    return 1.0 - sse / total if total > 0 else (1.0 if sse == 0 else 0.0)
+

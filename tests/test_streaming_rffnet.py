@@ -1,0 +1,247 @@
+"""RFFNetRegressor fitted from streamed sources (rffkit._rffnet_stream).
+
+The same rows as an ArraySource, as Parquet shards and as a memory map give the same model;
+the streamed head equals the in-memory ridge head (:func:`rffkit._ridge.select_ridge_alpha`)
+on the same layer and rows; two gloo processes give the single-process relevances and
+predictions; a source failing mid-stream, or a budget too small, leaves the estimator as it
+was. The sample is made smaller than the data (``search_rows``) so that the search runs on a
+true subsample and the head's layer extends the search layer.
+"""
+
+import copy
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import rffkit._rffnet_stream as stream
+from rffkit import RFFNetRegressor
+from rffkit._ridge import select_ridge_alpha
+from rffkit._streaming import validation_mask
+from rffkit._sufficient import MemoryBudgetError, statistics_bytes
+from rffkit._validation import draw_seeds
+from rffkit.io import ArraySource, open_table
+from rffkit.layers import ARDRandomFourierFeatures
+
+#: Training rows of the search sample in these tests (the data have 1,500 rows).
+SEARCH_ROWS = 500
+#: A fast configuration: one search at a fixed penalty, 60 head features (the sample's 500
+#: training rows take 500 features in memory, so the search layer is the head's, truncated to 60;
+#: EXTENDED makes the head wider than the search layer).
+PARAMETERS = dict(n_components=60, alpha=1e-3, max_iter=15, random_state=0)
+EXTENDED = dict(PARAMETERS, n_components=700)
+N_ROWS, N_FEATURES = 1500, 6
+
+
+def make_data(n_rows=N_ROWS, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, N_FEATURES)) * [1.0, 3.0, 0.5, 1.0, 2.0, 1.0] + [0.0, 5.0, 0.0, -2.0, 0.0, 0.0]
+    y = np.sin(2 * X[:, 0]) + (X[:, 1] - 5.0) ** 2 / 9 + 0.1 * rng.normal(size=n_rows)
+    return X, y
+
+
+def write_parquet(folder, X, y, n_files=3, row_group_size=200):
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, rows in enumerate(np.array_split(np.arange(X.shape[0]), n_files)):
+        table = pa.table({**{f"x{j}": X[rows, j] for j in range(X.shape[1])}, "y": y[rows]})
+        pq.write_table(table, folder / f"part-{number}.parquet", row_group_size=row_group_size)
+    return str(folder / "*.parquet")
+
+
+@pytest.fixture(autouse=True)
+def small_sample(monkeypatch):
+    monkeypatch.setattr(stream, "STREAM_SETTINGS", stream.StreamSettings(search_rows=SEARCH_ROWS))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data()
+
+
+def test_nested_layers_truncate_and_extend_to_the_same_draw():
+    for variant, width in (("cos", 9), ("cos_sin", 9), ("cos_sin", 10)):
+        full = ARDRandomFourierFeatures.from_kernel(3, 25, random_state=0, dtype=torch.float32, variant=variant)
+        short = stream.truncated_layer(full, width)
+        assert short.n_components == width
+        x = torch.randn(4, 3)
+        if variant == "cos":  # the first columns of the draw, rescaled by sqrt(D / k)
+            torch.testing.assert_close(short(x), full(x)[:, :width] * (25 / width) ** 0.5)
+        torch.testing.assert_close(short(x), full(x, width))
+        back = stream.extended_layer(short, full)
+        assert torch.equal(back.frequencies, full.frequencies) and torch.equal(back.offsets, full.offsets)
+        torch.testing.assert_close(back(x), full(x))
+
+
+def test_array_parquet_and_memmap_sources_give_the_same_model(data, tmp_path):
+    X, y = data
+    pattern = write_parquet(tmp_path / "shards", X, y)
+    np.save(tmp_path / "X.npy", X)
+    memmap = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert isinstance(memmap, np.memmap)
+    fits = {
+        "arrays": RFFNetRegressor(**EXTENDED).fit(ArraySource(X, y, chunk_rows=200)),
+        "parquet": RFFNetRegressor(**EXTENDED).fit(open_table(pattern, target="y", chunk_rows=300)),
+        "memmap": RFFNetRegressor(**EXTENDED).fit(memmap, y),
+    }
+    reference = fits["arrays"]
+    assert reference.n_rows_seen_ == N_ROWS and reference.n_components_ == 700
+    expected = reference.predict(X)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(N_FEATURES)])
+    for name, model in fits.items():
+        np.testing.assert_allclose(model.relevances_, reference.relevances_, rtol=1e-6, atol=1e-7, err_msg=name)
+        assert model.alpha_ == reference.alpha_
+        inputs = frame if hasattr(model, "feature_names_in_") else X
+        np.testing.assert_allclose(model.predict(inputs), expected, atol=1e-6 * np.abs(expected).max(), err_msg=name)
+    assert list(fits["parquet"].feature_names_in_) == [f"x{j}" for j in range(N_FEATURES)]
+    assert not hasattr(fits["memmap"], "feature_names_in_")
+    # prediction and scores chunk by chunk equal those on arrays
+    np.testing.assert_allclose(reference.predict(ArraySource(X, chunk_rows=111)), expected, rtol=1e-12)
+    np.testing.assert_allclose(reference.predict(memmap), expected, rtol=1e-12)
+    assert reference.score(ArraySource(X, y, chunk_rows=97)) == pytest.approx(reference.score(X, y), rel=1e-10)
+    assert reference.score(open_table(pattern, target="y")) == pytest.approx(reference.score(X, y), rel=1e-10)
+
+
+@pytest.mark.parametrize("alpha", ["auto", 1e-3])
+def test_streamed_head_equals_the_in_memory_ridge_head(data, alpha):
+    """Closed-form reference: select_ridge_alpha on the layer's float32 features of the same rows.
+
+    Tolerance: predictions within 1e-4 of the target's standard deviation. The reference
+    forms Z^T Z of the float32 features in float64; the stream multiplies float32 blocks in
+    float32 and sums them in float64 (measured: 6e-5 at the chosen alpha = 1e-6, 7e-7 at 1e-3).
+    """
+    X, y = data
+    model = RFFNetRegressor(**dict(EXTENDED, alpha=alpha)).fit(ArraySource(X, y, chunk_rows=256))
+    layer = copy.deepcopy(model.model_.rff).float()
+    split_seed = draw_seeds(0, 3)[0]
+    held = validation_mask(np.arange(N_ROWS), model.validation_fraction, split_seed)
+    with torch.no_grad():
+        Z = layer(torch.as_tensor((X - model._x_mean) / model._x_scale, dtype=torch.float32))
+    target = torch.as_tensor(((y - model._y_mean) / model._y_scale)[:, None], dtype=torch.float32)
+    keep, out = torch.as_tensor(~held), torch.as_tensor(held)
+    alphas = model._settings.alpha_grid if alpha == "auto" else (alpha,)
+    Z, target = Z.double(), target.double()
+    head = select_ridge_alpha(Z[keep], target[keep], Z[out], target[out], alphas)
+    assert model.alpha_ == head.alpha
+    reference = (Z @ head.coef + head.intercept)[:, 0].numpy() * model._y_scale + model._y_mean
+    assert np.max(np.abs(model.predict(X) - reference)) < 1e-4 * y.std()
+    # validation R^2 from the held-out statistics equals that of the predictions
+    r2 = 1 - np.sum((model.predict(X[held]) - y[held]) ** 2) / np.sum((y[held] - y[held].mean()) ** 2)
+    assert model.best_validation_score_ == pytest.approx(r2, abs=1e-6)
+
+
+def test_the_search_runs_on_a_sample_and_finds_the_relevant_features(data):
+    X, y = data
+    model = RFFNetRegressor(**EXTENDED).fit(ArraySource(X, y))
+    assert set(np.argsort(-model.feature_importances_)[:2]) == {0, 1}
+    assert model.score(X, y) > 0.8
+
+
+class FailingSource(ArraySource):
+    """An ArraySource whose ``fail_at``-th chunk (counted over every pass) raises."""
+
+    def __init__(self, *args, fail_at, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fail_at, self.served = fail_at, 0
+
+    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
+        for chunk in super().iter_chunks(chunk_rows, rank=rank, world_size=world_size):
+            self.served += 1
+            if self.served == self.fail_at:
+                raise OSError("the disk went away")
+            yield chunk
+
+
+@pytest.mark.parametrize("fail_at", [3, 9])  # pass 1, pass 2 (6 chunks per pass)
+def test_a_source_failing_mid_stream_leaves_the_estimator_as_it_was(data, fail_at):
+    X, y = data
+    model = RFFNetRegressor(**PARAMETERS).fit(X[:300, :4], y[:300])
+    before = {name: copy.deepcopy(value) for name, value in vars(model).items()}
+    predictions = model.predict(X[:5, :4])
+    with pytest.raises(OSError, match="disk went away"):
+        model.fit(FailingSource(X, y, chunk_rows=250, fail_at=fail_at))
+    assert set(vars(model)) == set(before)
+    assert model.n_features_in_ == 4 and not hasattr(model, "n_rows_seen_")
+    np.testing.assert_array_equal(model.relevances_, before["relevances_"])
+    np.testing.assert_array_equal(model.predict(X[:5, :4]), predictions)
+    unfitted = RFFNetRegressor(**PARAMETERS)
+    with pytest.raises(OSError):
+        unfitted.fit(FailingSource(X, y, chunk_rows=250, fail_at=fail_at))
+    assert not hasattr(unfitted, "model_") and not hasattr(unfitted, "n_features_in_")
+
+
+def test_memory_budget_limits_the_head_or_refuses_up_front(data):
+    X, y = data
+    small = RFFNetRegressor(**dict(PARAMETERS, n_components=None), memory_budget="20MB").fit(ArraySource(X, y))
+    assert small.n_components_ < 1000
+    assert statistics_bytes(small.n_components_, n_statistics=2, itemsize=4) <= 20e6
+    model = RFFNetRegressor(**dict(PARAMETERS, n_components=5000), memory_budget="100MB")
+    with pytest.raises(MemoryBudgetError, match="n_components"):
+        model.fit(ArraySource(X, y))
+    assert not hasattr(model, "model_")
+
+
+def test_bad_streamed_inputs_get_clear_errors(data):
+    X, y = data
+    with pytest.raises(ValueError, match="'varpro'"):
+        RFFNetRegressor(solver="adam").fit(ArraySource(X, y))
+    with pytest.raises(ValueError, match="no target"):
+        RFFNetRegressor(**PARAMETERS).fit(ArraySource(X))
+    with pytest.raises(ValueError, match="carries its own target"):
+        RFFNetRegressor(**PARAMETERS).fit(ArraySource(X, y), y)
+    with pytest.raises(ValueError, match="numeric"):
+        RFFNetRegressor(**PARAMETERS).fit(ArraySource(X, np.array(["a", "b", "c"] * 500)))
+    model = RFFNetRegressor(**PARAMETERS).fit(ArraySource(X, y))
+    with pytest.raises(ValueError, match="expecting 6 features"):
+        model.predict(ArraySource(X[:, :4]))
+
+
+# -- two processes --------------------------------------------------------------------------------
+TIMEOUT_SECONDS = 240
+
+
+def _rank_main(rank, world_size, port, pattern, output):
+    torch.set_num_threads(1)
+    stream.STREAM_SETTINGS = stream.StreamSettings(search_rows=SEARCH_ROWS)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        model = RFFNetRegressor(**EXTENDED).fit(open_table(pattern, target="y", chunk_rows=300))
+        with open(f"{output}-{rank}.json", "w") as handle:
+            json.dump({"relevances": model.relevances_.tolist(), "predictions": model.predict(held_out_frame()).tolist(),
+                       "alpha": model.alpha_, "rows": model.n_rows_seen_}, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def held_out_frame():
+    return pd.DataFrame(make_data(50, seed=1)[0], columns=[f"x{j}" for j in range(N_FEATURES)])
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_give_the_single_process_model(data, tmp_path):
+    from test_distributed import free_port
+
+    X, y = data
+    pattern = write_parquet(tmp_path / "shards", X, y)
+    single = RFFNetRegressor(**EXTENDED).fit(open_table(pattern, target="y", chunk_rows=300))
+    context = mp.start_processes(_rank_main, args=(2, free_port(), pattern, str(tmp_path / "report")),
+                                 nprocs=2, join=False, start_method="spawn")
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while not context.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"the 2-process job did not finish in {TIMEOUT_SECONDS} s")
+    expected = single.predict(held_out_frame())
+    for rank in range(2):
+        with open(tmp_path / f"report-{rank}.json") as handle:
+            report = json.load(handle)
+        np.testing.assert_allclose(report["relevances"], single.relevances_, rtol=1e-5, atol=1e-6)
+        assert report["alpha"] == single.alpha_ and report["rows"] == N_ROWS
+        assert np.max(np.abs(np.asarray(report["predictions"]) - expected)) <= 1e-5 * np.max(np.abs(expected))
