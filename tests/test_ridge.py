@@ -207,3 +207,12 @@ def test_gram_matrix_matches_the_plain_product(dtype, shape):
     Z.requires_grad_(True)  # a product that needs a gradient stays differentiable
     gram_matrix(Z).trace().backward()
     torch.testing.assert_close(Z.grad, 2 * Z.detach())
+
+
+def test_gram_matrix_gradient_is_exact(monkeypatch):
+    import rffkit._ridge as ridge
+
+    monkeypatch.setattr(ridge, "_SYRK_MIN_WORK", 0.0)  # the syrk path at a size gradcheck can afford
+    Z = torch.as_tensor(np.random.default_rng(2).normal(size=(30, 6)), dtype=torch.float64).requires_grad_(True)
+    weights = torch.as_tensor(np.random.default_rng(3).normal(size=(6, 6)), dtype=torch.float64)  # not symmetric
+    assert torch.autograd.gradcheck(lambda Z: (ridge.gram_matrix(Z) * weights).sum(), (Z,))
