@@ -74,6 +74,10 @@ class RFFNetSettings:
     #: alignment is scored.
     screen_rows: int = 8000
     score_rows: int = 2000
+    #: When a move has more candidates than this (and the screening rows are more than
+    #: twice ``score_rows``), all are first screened on ``score_rows`` rows, and only
+    #: this many of the best on all screening rows (None: all on all rows).
+    prescreen_keep: int | None = 3
     #: A screened candidate must beat the best so far by this relative margin (and a
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01
