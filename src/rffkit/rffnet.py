@@ -58,8 +58,9 @@ _PARAMETERS = """
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
         at 1e-4 and the head's penalty is chosen from half-decades 1e-8 ... 1 on the
-        validation split (GCV without ``early_stopping``), from one
-        eigendecomposition; on a training split of at most 2,000 rows the search is
+        validation split, by a walk along them from the search's penalty (one
+        Cholesky solve per penalty visited), or by GCV from one eigendecomposition
+        without ``early_stopping``; on a training split of at most 2,000 rows the search is
         repeated at 1e-3, 1e-2, 1e-1 and 1, from the uniform start and from one
         proportional to each feature's marginal R^2, and the best head on
         validation is kept; on a larger split it is repeated at 1 only when the
