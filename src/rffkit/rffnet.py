@@ -37,8 +37,10 @@ _PARAMETERS = """
         Number of random features ``D``. None uses ``floor(sqrt(n) log n)`` with ``n``
         the training rows after the validation split (the rule of Otto & Izbicki,
         2022, after Li et al., 2018), capped at 4,000; with the 'varpro' solver at
-        least ``min(n, 1000)``, since its search uses ``floor(sqrt(m) log m)``
-        features per stage anyway and the closed-form head on the rest is cheap.
+        least ``min(n, 1000)`` and, above 2,000 rows, at least
+        ``min(n / 2, 2500, sqrt(3e10 / n))`` (2,250 at 4,500 rows, 1,825 at 9,000),
+        since its search uses ``floor(sqrt(m) log m)`` features per stage anyway
+        and the closed-form head on the rest is cheap.
     kernel : {'gaussian', 'laplacian', 'cauchy', 'matern12', 'matern32', \
 'matern52', 'spline', 'induced'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; any name of :data:`rffkit.kernels.KERNELS`.
