@@ -51,7 +51,7 @@ from sklearn.base import clone
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
-from ._search import default_n_components
+from ._search import varpro_n_components
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import (
     MemoryBudgetError,
@@ -218,15 +218,13 @@ def _sizes(estimator, n_train, n_features, sample_train, budget):
     """``(D_search, D_head)`` for ``n_train`` training rows, the sample's and the memory budget."""
     owner, settings = type(estimator).__name__, estimator._settings
     itemsize = STREAM_SETTINGS.feature_itemsize
-    search_default = default_n_components(sample_train, settings)
-    search_default = max(search_default, min(sample_train, settings.varpro_min_features))
+    search_default = varpro_n_components(sample_train, settings)
     if estimator.n_components is not None:
         head = int(estimator.n_components)
         check_memory_budget(head, budget, n_statistics=2, itemsize=itemsize, owner=owner,
                             parameter="memory_budget", lower="n_components")
     else:  # the in-memory fit's default for n_train rows, within the budget
-        head = max(default_n_components(n_train, settings), min(n_train, settings.varpro_min_features))
-        head = min(head, max_components(budget, n_statistics=2, itemsize=itemsize))
+        head = min(varpro_n_components(n_train, settings), max_components(budget, n_statistics=2, itemsize=itemsize))
         if head < 1:
             raise MemoryBudgetError(
                 f"{owner}: memory_budget={budget / 1e9:.3g} GB does not hold the statistics of even "
