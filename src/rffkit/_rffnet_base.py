@@ -70,6 +70,9 @@ class _Problem:
     y_val: torch.Tensor | None
     layer: ARDRandomFourierFeatures
     generator: torch.Generator
+    #: A head fitter that judges the refinement moves instead of :meth:`BaseRFFNet._output_heads`
+    #: (a streamed fit's, on every row of its source: :mod:`rffkit._rffnet_stream`).
+    heads: object = None
 
 
 class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
@@ -277,7 +280,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
                                alphas=settings.alpha_grid)
         # the output heads judge the moves when a validation split can score them
-        judge = self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None
+        judge = p.heads or (self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
         judge = judge or surrogate
         layer, head = p.layer, found.head if judge is surrogate else judge.fit(p.layer)
         judge = judge.around(head.alpha)

@@ -11,10 +11,13 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    (:func:`~rffkit._streaming.validation_mask`). The ranks' moments and samples are
    gathered and merged in rank order, so the sample holds the same rows whatever the number
    of ranks.
-2. **Relevances on the sample.** Rank 0 runs the in-memory 'varpro' fit of
-   :meth:`~rffkit._rffnet_base.BaseRFFNet._solve_varpro` (relevance search, refinement
-   moves) on the sample, split by the same hash into training and validation rows, with
-   ``D_search`` random features, and broadcasts the layer it keeps to the other ranks.
+2. **Relevances on the sample, moves judged on every row.** Every rank runs the
+   in-memory 'varpro' fit of :meth:`~rffkit._rffnet_base.BaseRFFNet._solve_varpro` on the
+   sample, split by the same hash into training and validation rows, with ``D_search``
+   random features: the relevance search and the screening of the refinement moves run in
+   memory; the heads that confirm the moves (:class:`StreamedRidgeHeads`) are fitted on
+   every training row and judged on every validation row, one pass over the data each
+   (all ranks take part; rank 0's layer is broadcast at each step and at the end).
 3. **The head on every row.** Every rank streams its rows through the layer, extended to
    ``D_head >= D_search`` features, and accumulates the ridge statistics
    (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
@@ -50,6 +53,8 @@ from sklearn.base import clone
 
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
+from ._heads import RidgeHeads
+from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._search import varpro_n_components
 from ._streaming import BottomKSample, RunningMoments, validation_mask
@@ -80,14 +85,19 @@ class StreamSettings:
     Attributes
     ----------
     search_rows : int
-        Training rows of the in-memory sample on which the relevances are searched (with
-        them, ``validation_fraction / (1 - validation_fraction)`` as many validation rows).
-        20,000 rows take ``D_search`` = 1,401 features and about 1.5 GB in the search.
+        Training rows of the in-memory sample on which the relevances are searched and the
+        refinement moves screened. 20,000 rows take ``D_search`` = 1,401 features and about
+        1.5 GB in the search.
+    validation_rows : int
+        Validation rows of the sample, which score every iterate of the search and screen
+        the refinement moves (their features are only evaluated, never factorised, so
+        they cost little memory); a screen on a few hundred rows picks candidates by luck.
     feature_itemsize : int
         Bytes per feature value of the streamed blocks (float32).
     """
 
     search_rows: int = 20_000
+    validation_rows: int = 20_000
     feature_itemsize: int = 4
 
 
@@ -151,28 +161,36 @@ class _FirstPass:
 
 
 def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
+    """Moments of X and y, the sample (``sample_rows`` = (training, validation) rows) and the row counts."""
     rank, world_size = world()
-    x_moments, y_moments, sample = RunningMoments(), RunningMoments(), BottomKSample(sample_rows, seed)
+    x_moments, y_moments = RunningMoments(), RunningMoments()
+    samples = [BottomKSample(k, seed) for k in sample_rows]  # training rows, validation rows
     n_rows = n_validation = 0
     for chunk in source.iter_chunks(rank=rank, world_size=world_size):
         y = _numeric_target(owner, chunk.y)
         x_moments.update(chunk.X)
         y_moments.update(y)
-        sample.update(chunk.X, y[:, 0], chunk.rows)
+        held = validation_mask(chunk.rows, validation_fraction, seed)
+        for sample, side in zip(samples, (~held, held)):
+            if side.any():
+                sample.update(chunk.X[side], y[side, 0], chunk.rows[side])
         n_rows += chunk.rows.shape[0]
-        n_validation += int(np.count_nonzero(validation_mask(chunk.rows, validation_fraction, seed)))
+        n_validation += int(np.count_nonzero(held))
     merged = _FirstPass(RunningMoments(), RunningMoments(), None, 0, 0)
-    samples = BottomKSample(sample_rows, seed)
-    for part in all_gather_object((x_moments, y_moments, sample if sample.n_seen else None, n_rows,
-                                   n_validation)):
+    merged_samples = [BottomKSample(k, seed) for k in sample_rows]
+    for part in all_gather_object((x_moments, y_moments, samples, n_rows, n_validation)):
         merged.x_moments.merge(part[0])
         merged.y_moments.merge(part[1])
-        if part[2] is not None:
-            samples.merge(part[2])
+        for into, sample in zip(merged_samples, part[2]):
+            if sample.n_seen:
+                into.merge(sample)
         merged.n_rows += part[3]
         merged.n_validation += part[4]
-    if merged.n_rows:
-        merged.sample = samples.result()
+    pieces = [sample.result() for sample in merged_samples if sample.n_seen]
+    if pieces:
+        X, y, rows = (np.concatenate([piece[k] for piece in pieces]) for k in range(3))
+        order = np.argsort(rows, kind="stable")
+        merged.sample = X[order], y[order], rows[order]
     return merged
 
 
@@ -256,7 +274,7 @@ class _Standardiser:
 
 
 def _sample_problem(estimator, first, standardise, layer, *, validation_fraction, split_seed, generator,
-                    validated):
+                    validated, heads):
     """The in-memory :class:`~rffkit._rffnet_base._Problem` of the sample (rows split by the hash)."""
     from ._rffnet_base import _Problem
 
@@ -273,21 +291,98 @@ def _sample_problem(estimator, first, standardise, layer, *, validation_fraction
         "varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, target,
         (standardise.y_mean, standardise.y_scale), 1, None, standardise.inputs(X[~held]),
         estimator._target_tensor(target[~held], standardise.device), X_val, y_val, layer, generator,
+        heads,
     )
 
 
-def _on_rank_zero(compute):
-    """``compute()`` on rank 0, its result (or its exception, raised) on every rank."""
-    result = None
-    if world()[0] == 0:
-        try:
-            result = compute()
-        except Exception as error:  # noqa: BLE001 -- handed to every rank, then raised
-            result = error
-    result = broadcast_object(result)
-    if isinstance(result, Exception):
-        raise result
-    return result
+def _on_every_rank(compute):
+    """``compute()`` on every rank, then rank 0's result on all of them; any rank's exception raised on all.
+
+    The ranks compute in lockstep (the streamed heads of the refinement are collective
+    calls); broadcasting rank 0's result keeps a rounding difference between ranks, should
+    there be one, from leaving them with different layers.
+    """
+    try:
+        result, error = compute(), None
+    except Exception as exc:  # noqa: BLE001 -- handed to every rank, then raised
+        result, error = None, exc
+    agree(error)
+    return broadcast_object(result)
+
+
+class StreamedRidgeHeads:
+    """Ridge heads of a layer on every row of a source: the interface of :class:`rffkit._heads.RidgeHeads`.
+
+    :meth:`fit` streams the source through the layer once (every rank its share, the
+    statistics all-reduced) and chooses the penalty by the closed-form held-out path of
+    the validation rows (GCV without them); :meth:`validation_losses` streams the
+    validation rows once more for their squared errors, in row order, gathered from every
+    rank. The refinement moves of :func:`rffkit._refine.refine_layer` are then confirmed on
+    every row instead of the sample. Each call is collective: every rank must make it with
+    the same layer (rank 0's is broadcast).
+    """
+
+    #: A head costs a pass over the data: the refinement confirms candidates directly.
+    costly = False
+
+    def __init__(self, source, standardise, *, validated, fraction, seed, alphas, owner):
+        self.source, self.standardise, self.validated = source, standardise, validated
+        self.fraction, self.seed, self.alphas, self.owner = fraction, seed, tuple(alphas), owner
+
+    def _target(self, values):
+        return self.standardise.target(_numeric_target(self.owner, values))
+
+    def _transform(self, layer):
+        @torch.no_grad()
+        def features(X_block):
+            return layer(self.standardise.inputs(X_block))
+
+        return features
+
+    def statistics(self, layer):
+        """``(train, heldout)`` ridge statistics of ``layer``'s features (``heldout`` None without validation)."""
+        width, device = layer_width(layer), self.standardise.device
+        train = RidgeStatistics(width, 1, device=device)
+        heldout = RidgeStatistics(width, 1, device=device) if self.validated else None
+        accumulate(self.source, self._transform(layer), train, heldout, target=self._target,
+                   validation_fraction=self.fraction if self.validated else 0.0, seed=self.seed)
+        return train, heldout
+
+    @torch.no_grad()
+    def fit(self, layer):
+        """The ridge head of ``layer`` on every training row (a :class:`~rffkit._ridge.RidgeHead`)."""
+        layer = broadcast_object(layer)
+        alpha, coef, intercept, score, _ = _head_from_statistics(*self.statistics(layer), self.alphas)
+        dtype = layer.frequencies.dtype
+        return RidgeHead(alpha, coef.reshape(-1, 1).to(dtype),
+                         torch.tensor([intercept], dtype=dtype, device=coef.device), float(score))
+
+    def around(self, alpha):
+        """The same fitter (the held-out path scores every penalty from one pass)."""
+        return self
+
+    @torch.no_grad()
+    def validation_losses(self, head, layer):
+        """Squared errors of ``head`` on every validation row, in row order (float64; None without)."""
+        if not self.validated:
+            return None
+        head, layer = broadcast_object((head, layer))
+        rank, world_size = world()
+        rows, losses = [], []
+        for chunk in self.source.iter_chunks(rank=rank, world_size=world_size):
+            held = validation_mask(chunk.rows, self.fraction, self.seed)
+            if not held.any():
+                continue
+            y = torch.as_tensor(self._target(chunk.y[held]), dtype=layer.frequencies.dtype,
+                                device=self.standardise.device)
+            Z = layer(self.standardise.inputs(chunk.X[held]))
+            rows.append(chunk.rows[held])
+            losses.append(head.sample_losses(Z, y).double().cpu().numpy())
+        parts = [(np.concatenate(r), np.concatenate(v)) for r, v in all_gather_object((rows, losses)) if r]
+        every_row, every_loss = np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts])
+        return torch.as_tensor(every_loss[np.argsort(every_row, kind="stable")], device=self.standardise.device)
+
+    install = staticmethod(RidgeHeads.install)
 
 
 def _head_from_statistics(train, heldout, alphas):
@@ -327,8 +422,7 @@ def fit_stream(estimator, X, y):
     budget = min(all_gather_object(parse_memory(estimator.memory_budget)))  # the same on every rank
     split_seed, layer_seed, torch_seed = broadcast_object(draw_seeds(estimator.random_state, 3))
     fraction = estimator.validation_fraction if estimator.early_stopping else 0.0
-    sample_train = STREAM_SETTINGS.search_rows
-    sample_rows = sample_train if not fraction else int(math.ceil(sample_train / (1.0 - fraction)))
+    sample_rows = (STREAM_SETTINGS.search_rows, STREAM_SETTINGS.validation_rows)
     with FitProgress(owner, estimator.verbose) as progress:
         progress.stage("pass 1: moments and sample")
         first = _first_pass(source, owner, sample_rows=sample_rows, validation_fraction=fraction, seed=split_seed)
@@ -353,31 +447,24 @@ def fit_stream(estimator, X, y):
         standardise = _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device)
         full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
 
+        alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
+        heads = StreamedRidgeHeads(source, standardise, validated=validated, fraction=fraction, seed=split_seed,
+                                   alphas=alphas, owner=owner)
+
         def search():
             generator = torch_generator(torch_seed)
             problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
                                       validation_fraction=fraction, split_seed=split_seed, generator=generator,
-                                      validated=validated)
+                                      validated=validated, heads=heads)
             model, history, _ = estimator._solve_varpro(problem, progress)
             return model.rff.to("cpu"), history
 
-        found, history = _on_rank_zero(search)
+        found, history = _on_every_rank(search)
         layer = extended_layer(found.to(device), full)
         first.sample = None  # the sample is no longer needed
 
-        progress.stage(f"pass 2: ridge statistics of {layer_width(layer)} features")
-        width = layer_width(layer)
-        train = RidgeStatistics(width, 1, device=device)
-        heldout = RidgeStatistics(width, 1, device=device) if validated else None
-
-        @torch.no_grad()
-        def features(X_block):
-            return layer(standardise.inputs(X_block))
-
-        accumulate(source, features, train, heldout,
-                   target=lambda values: standardise.target(_numeric_target(owner, values)),
-                   validation_fraction=fraction if validated else 0.0, seed=split_seed)
-        alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
+        progress.stage(f"last pass: ridge statistics of {layer_width(layer)} features")
+        train, heldout = heads.statistics(layer)
         alpha, coef, intercept, loss, r2 = _head_from_statistics(train, heldout, alphas)
 
         model = RFFNetModule(layer, (), 1, torch_generator(torch_seed))
