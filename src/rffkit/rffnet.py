@@ -53,7 +53,12 @@ _PARAMETERS = """
         (nearly) linearly over a heavy-tailed range. Tried first and kept unless it
         raises the validation error by more than two standard errors of the paired
         per-sample differences (without a validation split: the GCV score by more
-        than 1%); a feature of relevance 0 still has no effect.
+        than 1%); a feature of relevance 0 still has no effect. After the
+        refinement moves, with a validation split, the model is compared with the
+        linear-only one (ridge or logistic regression on the standardised inputs of
+        the features of non-zero relevance, its penalty chosen as the head's) and
+        reduces to it, random-feature weights 0, unless it has the lower validation
+        loss; ``relevances_`` still rank the features.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
