@@ -148,7 +148,9 @@ _ATTRIBUTES = """
     Attributes
     ----------
     relevances_ : ndarray of shape (n_features_in_,)
-        The learned ``lambda``, for standardised inputs.
+        The learned ``lambda``, for standardised inputs. A model reduced to its
+        linear part (see ``linear_term``) has those of its ARD linear kernel: the
+        norms of its weights on the standardised inputs.
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``|lambda|`` scaled to [0, 1]; usable by ``SelectFromModel``.
     n_components_ : int
@@ -294,7 +296,10 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
     least-squares problem of the one-hot labels, and the head is the penalised
     logistic (multinomial) regression on the learned features, its penalty chosen by
     held-out log-loss, so ``predict_proba`` is a fitted probability model rather than
-    a squashed score. Labels may be of any type and are returned as given.
+    a squashed score. Where this kernel model does not beat plain (penalised)
+    logistic regression on the validation split, the fitted model is that logistic
+    regression (see ``linear_term``). Labels may be of any type and are returned as
+    given.
 """
         + _PARAMETERS
         + _ATTRIBUTES.format(score="Accuracy")
