@@ -460,7 +460,13 @@ def markdown(rows, quick):
     seeds = sorted({row["seed"] for row in rows})
     loads = [row["load_average"] for row in rows if row.get("load_average")]
     one_minute = [float(load.split()[0]) for load in loads]
-    commits = sorted({row.get("commit", "") for row in rows} - {""})
+    commits = []  # each commit with the methods whose rows it produced and the load during them
+    for commit in sorted({row.get("commit", "") for row in rows} - {""}):
+        produced = [row for row in rows if row.get("commit") == commit]
+        methods = [method for method in METHODS if any(row["method"] == method for row in produced)]
+        load = [float(row["load_average"].split()[0]) for row in produced if row.get("load_average")]
+        commits.append(f"{commit} ({', '.join(methods)} rows; load {min(load, default=float('nan')):.1f} to "
+                       f"{max(load, default=float('nan')):.1f})")
     threads = ", ".join(str(t) for t in sorted({row.get("threads", "") for row in rows} - {""})) or "unrecorded"
     caps = sorted({row["max_rows"] for row in rows if row.get("max_rows", "") != ""})
     sources = "; ".join(f"{name}: {spec.source}" for name, spec in DATASETS.items())

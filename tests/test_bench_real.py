@@ -6,6 +6,7 @@ benchmark itself is run by hand (``python benchmarks/bench_real.py --quick``).
 
 import csv
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -100,7 +101,9 @@ def test_rows_merge_by_key_and_the_markdown_is_rebuilt_from_the_csv(bench, tmp_p
     bench.main(["--quick", "--markdown-only"])
     text = (tmp_path / "real_quick.md").read_text()
     assert "| pima | 3 x 17 | LogisticRegression | 0.755 (0.007) |" in text
-    assert "commit abc1234; commit def5678" in text
+    # each commit with the methods of its rows and the load during them
+    assert re.search(r"commit abc1234 \(hgb, linear rows; load [\d.]+ to [\d.]+\); "
+                     r"commit def5678 \(linear rows; load [\d.]+ to [\d.]+\)", text)
     with pytest.raises(SystemExit, match="missing or empty"):
         bench.main(["--markdown-only"])  # no full run yet
 

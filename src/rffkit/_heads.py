@@ -12,7 +12,15 @@ losses beat the kept head's. A head fitter bundles what that needs for one kind 
   validation split);
 * :meth:`around` -- a fitter for candidate layers close to one whose head has penalty
   ``alpha`` (the logistic path then tries only that penalty's neighbourhood);
-* :meth:`install` -- write the head into an :class:`~rffkit.layers.RFFNetModule`.
+* :meth:`install` -- write the head into an :class:`~rffkit.layers.RFFNetModule`;
+* :meth:`fit_linear` -- the linear-only head of a layer with linear columns: the
+  penalised linear model on the standardised inputs of the features whose relevance
+  is not zero, written on the layer's ``lambda o x`` columns (weights ``w / lambda``)
+  with zeros on the random features.
+
+:func:`reduce_to_linear` keeps the kernel model only if it beats that linear-only head
+on the validation split, so a data set without non-linear signal gets the linear (or
+logistic) regression it calls for, while the relevances still rank the features.
 
 :class:`RidgeHeads` scores by squared error (the regressor, and the classifier's
 surrogate); :class:`LogisticHeads` by log-loss, with the penalty chosen along a
@@ -21,12 +29,79 @@ preconditioned path (:func:`rffkit._logistic.logistic_head_path`).
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import torch
 
 from ._logistic import logistic_head_path
 from ._ridge import fit_ridge_head
 
-__all__ = ["RidgeHeads", "LogisticHeads"]
+__all__ = ["RidgeHeads", "LogisticHeads", "linear_inputs", "reduce_to_linear"]
+
+
+def linear_inputs(layer):
+    """``(kept, scale)``: the features of non-zero relevance and the weight factors ``1 / lambda`` of their columns.
+
+    A linear head ``x[:, kept] @ w`` on standardised inputs is the same function as
+    ``(lambda o x)[:, kept] @ (w / lambda[kept])`` on the layer's linear columns.
+    """
+    relevances = layer.relevances.detach()
+    kept = torch.nonzero(relevances != 0).flatten()
+    return kept, 1.0 / relevances[kept]
+
+
+def _on_layer(layer, head, kept, scale):
+    """``head`` (fitted on ``x[:, kept]``) with its coefficients on all columns of ``layer``."""
+    coef = head.coef.reshape(kept.shape[0], -1)
+    full = torch.zeros(layer.width, coef.shape[1], dtype=coef.dtype, device=coef.device)
+    full[layer.n_components + kept] = coef * scale.to(coef.dtype)[:, None]
+    return dataclasses.replace(head, coef=full.reshape((layer.width,) + tuple(head.coef.shape[1:])))
+
+
+@torch.no_grad()
+def reduce_to_linear(heads, layer, head, *, z=0.0):
+    """``(layer, head, reduced)``: the linear-only model unless the kernel model beats it on validation.
+
+    The linear-only head (:meth:`RidgeHeads.fit_linear`, :meth:`LogisticHeads.fit_linear`)
+    is fitted on ``layer`` with its linear columns added (when it has none); the kernel
+    model ``head`` is kept when its mean per-sample validation loss is lower by more
+    than ``z`` standard errors of the paired differences. The comparison is on the
+    validation split because the kernel's relevances and frequencies were fitted to
+    the training rows, which would favour it; the split also chose the search's
+    iterates, so it still favours the kernel somewhat. The linear-only model is
+    returned with the relevances of its ARD linear kernel: ``||w_j||``, the norms of the
+    weights of the standardised inputs (:func:`_linear_relevances`). Without a
+    validation split, or when every relevance is 0, nothing changes.
+    """
+    if heads.X_val is None or not bool((layer.relevances.detach() != 0).any()):
+        return layer, head, False
+    linear_layer = layer if layer.has_linear else layer.replace(linear=True)
+    linear_head = heads.fit_linear(linear_layer)
+    gain = (heads.validation_losses(linear_head, linear_layer) - heads.validation_losses(head, layer)).double()
+    if gain.mean() > z * gain.std() / math.sqrt(gain.shape[0]):
+        return layer, head, False
+    return (*_linear_relevances(linear_layer, linear_head), True)
+
+
+def _linear_relevances(layer, head):
+    """The same linear-only model with relevances ``||w_j||``, the weights of the standardised inputs.
+
+    The function ``sum_j (lambda_j x_j) v_j`` depends on ``lambda_j v_j = w_j`` only, so
+    ``lambda_j = ||w_j||`` (over the outputs) with column weights ``w_j / ||w_j||`` is the
+    same model, whose relevances are those of its ARD linear kernel and rank the
+    features by their effect (the random features, of weight 0, are unaffected).
+    """
+    D, relevances = layer.n_components, layer.relevances.detach()
+    shape = head.coef.shape
+    coef = head.coef.reshape(layer.width, -1)
+    weights = coef[D:] * relevances.to(coef.dtype)[:, None]  # w on the standardised inputs
+    magnitude = weights.norm(dim=1)
+    new_coef = torch.zeros_like(coef)
+    nonzero = magnitude > 0
+    new_coef[D:][nonzero] = weights[nonzero] / magnitude[nonzero, None]
+    new_layer = layer.replace(relevances=magnitude.to(relevances.dtype))
+    return new_layer, dataclasses.replace(head, coef=new_coef.reshape(shape))
 
 
 class RidgeHeads:
@@ -60,6 +135,14 @@ class RidgeHeads:
         if not isinstance(self.alpha, str):
             return self
         return RidgeHeads(self.X, self.y, self.X_val, self.y_val, alpha=self.alpha, alphas=self.alphas, start=alpha)
+
+    @torch.no_grad()
+    def fit_linear(self, layer):
+        """The ridge head of the standardised inputs alone, on ``layer``'s linear columns (see the module)."""
+        kept, scale = linear_inputs(layer)
+        X_val = None if self.X_val is None else self.X_val[:, kept]
+        head = fit_ridge_head(self.X[:, kept], self.y, X_val, self.y_val, self.alpha, self.alphas)
+        return _on_layer(layer, head, kept, scale)
 
     @torch.no_grad()
     def validation_losses(self, head, layer):
@@ -102,6 +185,22 @@ class LogisticHeads:
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
             n_folds=self.n_folds if len(self.alphas) > 1 else None,
         )
+
+    @torch.no_grad()
+    def fit_linear(self, layer):
+        """The logistic head of the standardised inputs alone, on ``layer``'s linear columns (see the module).
+
+        Its penalty is chosen from all of ``alphas`` (cross-validation on the training
+        rows is fair here: no part of a linear model was fitted to them before).
+        """
+        kept, scale = linear_inputs(layer)
+        X_val = None if self.X_val is None else self.X_val[:, kept]
+        head = logistic_head_path(
+            self.X[:, kept], self.labels, self.n_classes, X_val, self.labels_val, self.alphas,
+            max_iter=self.max_iter, tol=self.tol, patience=self.patience,
+            n_folds=self.n_folds if len(self.alphas) > 1 else None,
+        )
+        return _on_layer(layer, head, kept, scale)
 
     def around(self, alpha, factor=10.0):
         """A fitter whose penalties are those of this one within ``factor`` of ``alpha``.

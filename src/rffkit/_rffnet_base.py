@@ -24,7 +24,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._adam import fit_alternating_adam
-from ._heads import RidgeHeads
+from ._heads import RidgeHeads, reduce_to_linear
 from ._progress import FitProgress
 from ._refine import refine_layer
 from ._search import default_n_components, search_relevances, varpro_n_components
@@ -283,7 +283,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         judge = p.heads or (self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
         judge = judge or surrogate
         layer, head = p.layer, found.head if judge is surrogate else judge.fit(p.layer)
-        judge = judge.around(head.alpha)
+        full_path, judge = judge, judge.around(head.alpha)
         if self.linear_term or self.rescale_groups or self.align_frequencies or self.prune_relevances:
             layer, head = refine_layer(
                 p.layer, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
@@ -293,6 +293,9 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 prune=self.prune_relevances, settings=settings,
                 progress=lambda move: progress.stage(f"refinement: {move}"),
             )
+        if self.linear_term:
+            progress.stage("the linear model")
+            layer, head, _ = reduce_to_linear(full_path, layer, head, z=settings.kernel_over_linear_z)
         heads = judge
         if p.X_val is None:
             heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate

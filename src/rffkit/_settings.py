@@ -89,6 +89,13 @@ class RFFNetSettings:
     #: A screened candidate must beat the best so far by this relative margin (and a
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01
+    #: With ``linear_term``, the kernel model is kept only if its mean per-sample
+    #: validation loss beats the linear-only model's by more than this many standard
+    #: errors of the paired differences (:func:`rffkit._heads.reduce_to_linear`); 0:
+    #: by any amount. The validation split also chose the search's iterates and moves,
+    #: so it favours the kernel model: a larger margin would also reject it where it
+    #: is much the better (digits, Boston).
+    kernel_over_linear_z: float = 0.0
     #: Fractions of the largest relevance under which the pruning move zeroes relevances.
     prune_fractions: tuple = (0.1, 0.2, 0.3)
 

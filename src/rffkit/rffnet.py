@@ -56,7 +56,12 @@ _PARAMETERS = """
         (nearly) linearly over a heavy-tailed range. Tried first and kept unless it
         raises the validation error by more than two standard errors of the paired
         per-sample differences (without a validation split: the GCV score by more
-        than 1%); a feature of relevance 0 still has no effect.
+        than 1%); a feature of relevance 0 still has no effect. After the
+        refinement moves, with a validation split, the model is compared with the
+        linear-only one (ridge or logistic regression on the standardised inputs of
+        the features of non-zero relevance, its penalty chosen as the head's) and
+        reduces to it, random-feature weights 0, unless it has the lower validation
+        loss; ``relevances_`` still rank the features.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
@@ -157,7 +162,9 @@ _ATTRIBUTES = """
     Attributes
     ----------
     relevances_ : ndarray of shape (n_features_in_,)
-        The learned ``lambda``, for standardised inputs.
+        The learned ``lambda``, for standardised inputs. A model reduced to its
+        linear part (see ``linear_term``) has those of its ARD linear kernel: the
+        norms of its weights on the standardised inputs.
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``|lambda|`` scaled to [0, 1]; usable by ``SelectFromModel``.
     n_components_ : int
@@ -339,7 +346,10 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
     least-squares problem of the one-hot labels, and the head is the penalised
     logistic (multinomial) regression on the learned features, its penalty chosen by
     held-out log-loss, so ``predict_proba`` is a fitted probability model rather than
-    a squashed score. Labels may be of any type and are returned as given.
+    a squashed score. Where this kernel model does not beat plain (penalised)
+    logistic regression on the validation split, the fitted model is that logistic
+    regression (see ``linear_term``). Labels may be of any type and are returned as
+    given.
 """
         + _PARAMETERS
         + _ATTRIBUTES.format(score="Accuracy")

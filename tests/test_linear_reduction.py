@@ -1,0 +1,106 @@
+"""RFFNet's linear-only heads (rffkit._heads.fit_linear) and the reduction to them (reduce_to_linear)."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from rffkit import RFFNetClassifier
+from rffkit._heads import LogisticHeads, RidgeHeads, reduce_to_linear
+from rffkit.layers import ARDRandomFourierFeatures
+
+
+def _layer(n_features, relevances, D=40, seed=0):
+    layer = ARDRandomFourierFeatures.from_kernel(n_features, D, "gaussian", random_state=seed, dtype=torch.float64,
+                                                 variant="cos_sin", linear=True)
+    return layer.replace(relevances=torch.as_tensor(relevances, dtype=torch.float64)).requires_grad_(False)
+
+
+def _linear_data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    logit = 1.5 * X[:, 0] - X[:, 1]
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+    return torch.as_tensor(X), y
+
+
+def test_logistic_linear_head_is_logistic_regression_on_the_inputs_of_nonzero_relevance():
+    X, y = _linear_data()
+    layer = _layer(4, [0.5, 2.0, 0.0, 0.1])  # feature 2 pruned
+    alpha = 1e-3
+    heads = LogisticHeads(X, y, None, None, 2, alphas=(alpha,), max_iter=1000, tol=1e-10, patience=2)
+    head = heads.fit_linear(layer)
+    assert head.coef.shape == (layer.width, 1)
+    assert torch.all(head.coef[: layer.n_components] == 0) and head.coef[layer.n_components + 2] == 0
+    kept = [0, 1, 3]
+    reference = LogisticRegression(C=1.0 / (2.0 * alpha * X.shape[0]), tol=1e-12, max_iter=10_000)
+    reference.fit(X[:, kept].numpy(), y)
+    proba = torch.softmax(head.logits(layer(X)), dim=1)[:, 1].numpy()
+    np.testing.assert_allclose(proba, reference.predict_proba(X[:, kept].numpy())[:, 1], atol=1e-6)
+    # the weights on the layer's columns lambda o x are those of x divided by lambda
+    np.testing.assert_allclose(head.coef[layer.n_components + torch.tensor(kept), 0].numpy() * [0.5, 2.0, 0.1],
+                               reference.coef_[0], atol=1e-4)
+
+
+def test_ridge_linear_head_is_ridge_on_the_inputs_with_its_penalty_chosen_on_validation():
+    rng = np.random.default_rng(1)
+    X = torch.as_tensor(rng.normal(size=(300, 3)))
+    y = (X[:, :1] * 2.0 - X[:, 1:2] + 0.3 * torch.as_tensor(rng.normal(size=(300, 1))))
+    layer = _layer(3, [1.0, 0.3, 0.7])
+    alphas = (1e-4, 1e-2, 1.0)
+    heads = RidgeHeads(X[:240], y[:240], X[240:], y[240:], alpha="auto", alphas=alphas)
+    head = heads.fit_linear(layer)
+    assert torch.all(head.coef[: layer.n_components] == 0)
+    n = 240
+    scores = {}
+    for alpha in alphas:  # RFFNet's mean loss + alpha ||w||^2 is scikit-learn's Ridge at n alpha
+        reference = Ridge(alpha=n * alpha).fit(X[:240].numpy(), y[:240, 0].numpy())
+        scores[alpha] = np.mean((reference.predict(X[240:].numpy()) - y[240:, 0].numpy()) ** 2)
+    best = min(scores, key=scores.get)
+    assert head.alpha == best
+    reference = Ridge(alpha=n * best).fit(X[:240].numpy(), y[:240, 0].numpy())
+    np.testing.assert_allclose(head.predict(layer(X))[:, 0].numpy(), reference.predict(X.numpy()), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["linear", "sine"])
+def test_reduce_to_linear_keeps_the_kernel_only_where_it_wins_on_validation(kind):
+    rng = np.random.default_rng(2)
+    X = torch.as_tensor(rng.normal(size=(600, 2)))
+    signal = X[:, 0] if kind == "linear" else torch.sin(3.0 * X[:, 0])
+    y = (torch.as_tensor(rng.uniform(size=600)) < torch.sigmoid(4.0 * signal)).long().numpy()
+    # a kernel too rough for a linear signal, well suited to the sine
+    layer = _layer(2, [6.0, 0.0] if kind == "linear" else [3.0, 0.0], D=100).replace(linear=False)
+    heads = LogisticHeads(X[:450], y[:450], X[450:], y[450:], 2, alphas=(1e-3,), max_iter=500, tol=1e-7,
+                          patience=2)
+    head = heads.fit(layer)
+    new_layer, new_head, reduced = reduce_to_linear(heads, layer, head)
+    assert reduced == (kind == "linear")
+    if reduced:
+        assert new_layer.has_linear and torch.all(new_head.coef[: new_layer.n_components] == 0)
+        # the linear-only model, its relevances the weights of the standardised inputs
+        linear = heads.fit_linear(layer.replace(linear=True))
+        torch.testing.assert_close(new_head.logits(new_layer(X)), linear.logits(layer.replace(linear=True)(X)))
+        reference = LogisticRegression(C=1.0 / (2.0 * 1e-3 * 450), tol=1e-12, max_iter=10_000)
+        reference.fit(X[:450, :1].numpy(), y[:450])
+        np.testing.assert_allclose(new_layer.relevances.detach().numpy(), [abs(reference.coef_[0, 0]), 0.0], rtol=1e-4)
+    else:
+        assert new_layer is layer and new_head is head
+    # without a validation split nothing changes
+    alone = LogisticHeads(X, y, None, None, 2, alphas=(1e-3,), max_iter=500, tol=1e-8, patience=2)
+    assert reduce_to_linear(alone, layer, head) == (layer, head, False)
+
+
+@pytest.mark.slow
+def test_classifier_reduces_to_logistic_regression_on_linear_data_and_still_ranks_features():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 6))
+    y = (rng.uniform(size=500) < 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] - 1.5 * X[:, 1])))).astype(int)
+    model = RFFNetClassifier(random_state=0).fit(X, y)
+    layer, weight = model.model_.rff, model.model_.first_linear.weight
+    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0)
+    reference = LogisticRegression().fit(X, y)
+    # relevances: the coefficients of the standardised inputs (ours: the training split, its own penalty)
+    assert np.argsort(-model.feature_importances_)[0] == 0 and np.argsort(-model.feature_importances_)[1] == 1
+    np.testing.assert_allclose(model.relevances_[:2] / model.relevances_[0],
+                               np.abs(reference.coef_[0, :2]) / abs(reference.coef_[0, 0]), atol=0.1)
+    assert np.abs(model.predict_proba(X)[:, 1] - reference.predict_proba(X)[:, 1]).max() < 0.1
