@@ -245,3 +245,36 @@ def test_two_gloo_processes_give_the_single_process_model(data, tmp_path):
         np.testing.assert_allclose(report["relevances"], single.relevances_, rtol=1e-5, atol=1e-6)
         assert report["alpha"] == single.alpha_ and report["rows"] == N_ROWS
         assert np.max(np.abs(np.asarray(report["predictions"]) - expected)) <= 1e-5 * np.max(np.abs(expected))
+
+
+
+def test_streamed_linear_head_equals_the_in_memory_one(data):
+    """The linear-only head that the kernel model is compared with (rffkit._heads.reduce_to_linear),
+    streamed, against RidgeHeads.fit_linear on the same standardised rows and split.
+
+    Tolerance: coefficients within 1e-5 of the largest (float32 inputs; float64 sums).
+    """
+    from rffkit._heads import RidgeHeads
+
+    X, y = data
+    standardise = stream._Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
+    seed, fraction = 7, 0.2
+    held = validation_mask(np.arange(N_ROWS), fraction, seed)
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    streamed = stream.StreamedRidgeHeads(ArraySource(X, y, chunk_rows=256), standardise, validated=True,
+                                         fraction=fraction, seed=seed, alphas=alphas, owner="test")
+    layer = ARDRandomFourierFeatures.from_kernel(N_FEATURES, 20, random_state=0, dtype=torch.float32,
+                                                 variant="cos_sin", linear=True)
+    with torch.no_grad():
+        layer.relevances.copy_(torch.tensor([1.0, 0.5, 0.0, 0.2, 1.0, 0.3]))
+    inputs = standardise.inputs(X).double()
+    target = torch.as_tensor(standardise.target(y)[:, None])
+    keep, out = torch.as_tensor(~held), torch.as_tensor(held)
+    in_memory = RidgeHeads(inputs[keep], target[keep], inputs[out], target[out], alpha="auto",
+                           alphas=alphas).fit_linear(layer.double())
+    head = streamed.fit_linear(layer)
+    assert head.alpha == in_memory.alpha
+    assert torch.count_nonzero(head.coef[: layer.n_components]) == 0 and head.coef[layer.n_components + 2] == 0
+    scale = float(in_memory.coef.abs().max())
+    torch.testing.assert_close(head.coef.double(), in_memory.coef.double(), rtol=0, atol=1e-5 * scale)
+    assert streamed.validated and streamed.validation_losses(head, layer).shape == (int(held.sum()),)

@@ -37,7 +37,7 @@ import torch
 from ._logistic import logistic_head_path
 from ._ridge import fit_ridge_head
 
-__all__ = ["RidgeHeads", "LogisticHeads", "linear_inputs", "reduce_to_linear"]
+__all__ = ["RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
 
 
 def linear_inputs(layer):
@@ -51,7 +51,7 @@ def linear_inputs(layer):
     return kept, 1.0 / relevances[kept]
 
 
-def _on_layer(layer, head, kept, scale):
+def on_layer(layer, head, kept, scale):
     """``head`` (fitted on ``x[:, kept]``) with its coefficients on all columns of ``layer``."""
     coef = head.coef.reshape(kept.shape[0], -1)
     full = torch.zeros(layer.width, coef.shape[1], dtype=coef.dtype, device=coef.device)
@@ -74,7 +74,7 @@ def reduce_to_linear(heads, layer, head, *, z=0.0):
     weights of the standardised inputs (:func:`_linear_relevances`). Without a
     validation split, or when every relevance is 0, nothing changes.
     """
-    if heads.X_val is None or not bool((layer.relevances.detach() != 0).any()):
+    if not heads.validated or not bool((layer.relevances.detach() != 0).any()):
         return layer, head, False
     linear_layer = layer if layer.has_linear else layer.replace(linear=True)
     linear_head = heads.fit_linear(linear_layer)
@@ -142,7 +142,12 @@ class RidgeHeads:
         kept, scale = linear_inputs(layer)
         X_val = None if self.X_val is None else self.X_val[:, kept]
         head = fit_ridge_head(self.X[:, kept], self.y, X_val, self.y_val, self.alpha, self.alphas)
-        return _on_layer(layer, head, kept, scale)
+        return on_layer(layer, head, kept, scale)
+
+    @property
+    def validated(self):
+        """Whether heads are judged on a validation split."""
+        return self.X_val is not None
 
     @torch.no_grad()
     def validation_losses(self, head, layer):
@@ -200,7 +205,7 @@ class LogisticHeads:
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
             n_folds=self.n_folds if len(self.alphas) > 1 else None,
         )
-        return _on_layer(layer, head, kept, scale)
+        return on_layer(layer, head, kept, scale)
 
     def around(self, alpha, factor=10.0):
         """A fitter whose penalties are those of this one within ``factor`` of ``alpha``.
@@ -212,6 +217,11 @@ class LogisticHeads:
         near = tuple(a for a in self.alphas if alpha / factor <= a <= alpha * factor) or (alpha,)
         return LogisticHeads(self.X, self.labels, self.X_val, self.labels_val, self.n_classes, alphas=near,
                              max_iter=self.max_iter, tol=self.tol, patience=self.patience, n_folds=self.n_folds)
+
+    @property
+    def validated(self):
+        """Whether heads are judged on a validation split."""
+        return self.X_val is not None
 
     @torch.no_grad()
     def validation_losses(self, head, layer):

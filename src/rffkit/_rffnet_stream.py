@@ -53,7 +53,7 @@ from sklearn.base import clone
 
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
-from ._heads import RidgeHeads
+from ._heads import RidgeHeads, linear_inputs, on_layer
 from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._search import varpro_n_components
@@ -341,21 +341,42 @@ class StreamedRidgeHeads:
 
     def statistics(self, layer):
         """``(train, heldout)`` ridge statistics of ``layer``'s features (``heldout`` None without validation)."""
-        width, device = layer_width(layer), self.standardise.device
+        return self._statistics(self._transform(layer), layer_width(layer))
+
+    def _statistics(self, transform, width):
+        device = self.standardise.device
         train = RidgeStatistics(width, 1, device=device)
         heldout = RidgeStatistics(width, 1, device=device) if self.validated else None
-        accumulate(self.source, self._transform(layer), train, heldout, target=self._target,
+        accumulate(self.source, transform, train, heldout, target=self._target,
                    validation_fraction=self.fraction if self.validated else 0.0, seed=self.seed)
         return train, heldout
+
+    def _head(self, statistics, dtype):
+        alpha, coef, intercept, score, _ = _head_from_statistics(*statistics, self.alphas)
+        return RidgeHead(alpha, coef.reshape(-1, 1).to(dtype),
+                         torch.tensor([intercept], dtype=dtype, device=coef.device), float(score))
 
     @torch.no_grad()
     def fit(self, layer):
         """The ridge head of ``layer`` on every training row (a :class:`~rffkit._ridge.RidgeHead`)."""
         layer = broadcast_object(layer)
-        alpha, coef, intercept, score, _ = _head_from_statistics(*self.statistics(layer), self.alphas)
-        dtype = layer.frequencies.dtype
-        return RidgeHead(alpha, coef.reshape(-1, 1).to(dtype),
-                         torch.tensor([intercept], dtype=dtype, device=coef.device), float(score))
+        return self._head(self.statistics(layer), layer.frequencies.dtype)
+
+    @torch.no_grad()
+    def fit_linear(self, layer):
+        """The ridge head of the standardised inputs alone, on every training row, on ``layer``'s linear columns.
+
+        The streamed counterpart of :meth:`rffkit._heads.RidgeHeads.fit_linear`.
+        """
+        layer = broadcast_object(layer)
+        kept, scale = linear_inputs(layer)
+
+        @torch.no_grad()
+        def inputs(X_block):
+            return self.standardise.inputs(X_block)[:, kept]
+
+        head = self._head(self._statistics(inputs, int(kept.shape[0])), layer.frequencies.dtype)
+        return on_layer(layer, head, kept, scale)
 
     def around(self, alpha):
         """The same fitter (the held-out path scores every penalty from one pass)."""
