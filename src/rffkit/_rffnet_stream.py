@@ -69,7 +69,7 @@ from ._sufficient import (
 )
 from ._validation import as_tensor, draw_seeds, resolve_device, standard_scale, torch_generator
 from .distributed import all_gather_object, broadcast_object, world
-from .io import ArraySource, TableSource
+from .io import ArraySource, TableSource, check_columns_seen_in_fit
 from .layers import RFFNetModule
 
 __all__ = [
@@ -523,17 +523,8 @@ def _set_fitted(estimator, source, standardise, model, history, alpha, r2):
 
 def _checked(estimator, X, y=None):
     """The source of ``X`` for prediction, its columns checked against those seen in ``fit``."""
-    owner = type(estimator).__name__
     source = _source(estimator, X, y, fitting=False)
-    if source.n_features != estimator.n_features_in_:
-        raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
-                         f"{estimator.n_features_in_} features as input.")
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
-        missing = [name for name in names if name not in source.feature_names]
-        detail = f"it lacks {missing}" if missing else "they come in another order"
-        raise ValueError(f"{owner}.predict: the source's columns differ from those seen in fit ({detail}); "
-                         "open it with the training encoding (open_table(..., encoding=training.encoding)).")
+    check_columns_seen_in_fit(estimator, source)
     return source
 
 

@@ -415,3 +415,22 @@ def as_source(X, y=None):
                 f"as_source: {type(X).__name__} already carries its target; pass y=None.")
         return X
     return ArraySource(X, y)
+
+
+def check_columns_seen_in_fit(estimator, source, method="predict"):
+    """Raise ``ValueError`` unless ``source`` has the columns ``estimator`` was fitted on.
+
+    The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
+    have the names of ``feature_names_in_`` in the same order (the message names the
+    missing ones). Used by the estimators' streamed ``predict``/``score``.
+    """
+    owner = type(estimator).__name__
+    if source.n_features != estimator.n_features_in_:
+        raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
+                         f"{estimator.n_features_in_} features as input.")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
+        missing = [name for name in names if name not in source.feature_names]
+        detail = f"it lacks {missing}" if missing else "they come in another order"
+        raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); "
+                         "open it with the training encoding (open_table(..., encoding=training_source.encoding)).")

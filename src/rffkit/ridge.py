@@ -41,7 +41,7 @@ from ._validation import SMALLEST_PENALTY, check_input, resolve_device, seed_fro
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
 from .features import RandomFourierFeatures
-from .io import ArraySource, TableSource
+from .io import ArraySource, TableSource, check_columns_seen_in_fit
 
 __all__ = ["RFFRidge", "default_features"]
 
@@ -648,18 +648,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
 
     def _predict_stream(self, X):
-        owner = type(self).__name__
         source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X)
-        if source.n_features != self.n_features_in_:
-            raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
-                             f"{self.n_features_in_} features as input.")
-        names = getattr(self, "feature_names_in_", None)
-        if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
-            missing = [name for name in names if name not in source.feature_names]
-            detail = f"it lacks {missing}" if missing else "they come in another order"
-            raise ValueError(f"{owner}.predict: the source's columns differ from those seen in fit "
-                             f"({detail}); open it with the training encoding "
-                             "(open_table(..., encoding=training_source.encoding)).")
+        check_columns_seen_in_fit(self, source)
         block_rows = block_rows_for(self.coef_.shape[-1], np.dtype(source.dtype).itemsize)
         predictions = []
         for chunk in source.iter_chunks():
