@@ -41,6 +41,7 @@ from ._validation import (
     to_numpy,
     torch_generator,
 )
+from .exceptions import DivergenceError
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures, RFFNetModule
 
@@ -204,7 +205,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 model, history, alpha = self._solve_varpro(problem, progress)
             model.eval()
             if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
-                raise RuntimeError(
+                raise DivergenceError(
                     f"{type(self).__name__}: training produced non-finite parameters; "
                     "lower learning_rate or raise alpha."
                 )

@@ -69,6 +69,7 @@ from ._sufficient import (
 )
 from ._validation import as_tensor, draw_seeds, resolve_device, standard_scale, torch_generator
 from .distributed import all_gather_object, broadcast_object, world
+from .exceptions import DivergenceError
 from .io import ArraySource, TableSource, check_columns_seen_in_fit
 from .layers import RFFNetModule
 
@@ -494,7 +495,7 @@ def fit_stream(estimator, X, y):
             model.first_linear.bias.fill_(intercept)
         model.eval()
         if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
-            raise RuntimeError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
+            raise DivergenceError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
         if validated:  # the sample's last entry becomes the model's loss on every validation row
             history.validation_loss[-1:] = [loss]
         history.best_validation_loss = loss

@@ -87,8 +87,9 @@ class DivergenceError(RuntimeError):
 
     Raised by the ``'adam'`` solver of :class:`~rffkit.RFFNetRegressor` and
     :class:`~rffkit.RFFNetClassifier` after ``max_divergence_restarts`` halvings of the
-    learning rate; the message names the parameters that help (a lower
-    ``learning_rate``, a larger ``alpha``). A ``RuntimeError``: the inputs were valid,
+    learning rate, and by any RFFNet fit whose final parameters are not finite; the
+    message names the parameters that help (a lower ``learning_rate``, a larger
+    ``alpha``). A ``RuntimeError``: the inputs were valid,
     the optimisation failed on them.
 
     Examples
