@@ -62,9 +62,19 @@ def git_commit():
 
 
 def code_version():
-    """The commit the library was run at, and any uncommitted changes to its sources."""
+    """The commit the library was run at, and any uncommitted changes to its sources.
+
+    When ``rffkit`` is imported from outside this checkout (``PYTHONPATH`` naming a
+    copy, e.g. an older commit's ``git archive``), the copy's path and the commit
+    named by ``RFFKIT_COMMIT`` instead.
+    """
     import subprocess
 
+    import rffkit
+
+    location = Path(rffkit.__file__).resolve().parent
+    if not location.is_relative_to(Path(ROOT).resolve()):
+        return f"commit {os.environ.get('RFFKIT_COMMIT', '(not named)')} (a copy at {location})"
     commit = git_commit()
     if commit is None:
         # a `git archive` snapshot has no git metadata: its runner may name the commit

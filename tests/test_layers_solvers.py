@@ -421,3 +421,15 @@ def test_refine_layer_adds_the_linear_term_for_a_trend():
     same, unchanged = refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
                                    linear_term=False, rescale_groups=False)
     assert same is layer and unchanged is head
+
+
+def test_prescreening_keeps_the_escape_off_a_plateau():
+    """With one candidate per move kept after the first look on fewer rows, the rescaled group still wins."""
+    layer, X, y, X_val, y_val = _plateau_problem(3.0)
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    settings = replace(DEFAULT_SETTINGS, prescreen_keep=1, screen_rows=3000, score_rows=1000)
+    kept, new = refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
+                             settings=settings)
+    lam = kept.relevances.detach().numpy()
+    assert lam[0] == lam[1] and lam[0] in (0.5, 1.0) and new.score < 0.8 * head.score

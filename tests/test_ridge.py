@@ -207,3 +207,31 @@ def test_gram_matrix_matches_the_plain_product(dtype, shape):
     Z.requires_grad_(True)  # a product that needs a gradient stays differentiable
     gram_matrix(Z).trace().backward()
     torch.testing.assert_close(Z.grad, 2 * Z.detach())
+
+
+def test_gram_matrix_gradient_is_exact(monkeypatch):
+    import rffkit._ridge as ridge
+
+    monkeypatch.setattr(ridge, "_SYRK_MIN_WORK", 0.0)  # the syrk path at a size gradcheck can afford
+    Z = torch.as_tensor(np.random.default_rng(2).normal(size=(30, 6)), dtype=torch.float64).requires_grad_(True)
+    weights = torch.as_tensor(np.random.default_rng(3).normal(size=(6, 6)), dtype=torch.float64)  # not symmetric
+    assert torch.autograd.gradcheck(lambda Z: (ridge.gram_matrix(Z) * weights).sum(), (Z,))
+
+
+@pytest.mark.parametrize("start", [1e-8, 1e-3, 1.0])
+def test_walk_ridge_alpha_finds_the_path_minimum(start):
+    from rffkit._ridge import fit_ridge_head, select_ridge_alpha, walk_ridge_alpha
+
+    rng = np.random.default_rng(4)
+    Z = torch.as_tensor(rng.normal(size=(400, 60)))
+    beta = torch.as_tensor(rng.normal(size=60)) / 8.0
+    y = Z @ beta + 0.5 * torch.as_tensor(rng.normal(size=400))
+    Z_val = torch.as_tensor(rng.normal(size=(200, 60)))
+    y_val = Z_val @ beta + 0.5 * torch.as_tensor(rng.normal(size=200))
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    path = select_ridge_alpha(Z, y, Z_val, y_val, alphas)
+    walked = walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start)
+    assert walked.alpha == path.alpha and 1e-3 < walked.alpha < 1.0  # an interior minimum, reached from either side
+    assert walked.score == pytest.approx(path.score, rel=1e-9)
+    torch.testing.assert_close(walked.coef, path.coef)
+    assert fit_ridge_head(Z, y, Z_val, y_val, "auto", alphas, start=start).alpha == path.alpha

@@ -172,3 +172,14 @@ def test_search_relevances_retries_on_a_small_split_and_keeps_the_best_head():
     with torch.no_grad():  # the head is the ridge fit at the kept relevances, scored on validation
         residual = layer(X_val) @ result.head.coef + result.head.intercept - y_val
     assert float((residual**2).mean()) == pytest.approx(result.head.score, rel=1e-10)
+
+
+def test_varpro_width_is_wider_for_a_few_thousand_rows():
+    from rffkit._search import default_n_components, varpro_n_components
+
+    # the small path keeps min(n, 1000); a few thousand rows get up to n / 2 within the head budget
+    assert [varpro_n_components(n) for n in (100, 1800, 2070, 4500, 9000)] == [100, 1000, 1035, 2250, 1825]
+    for n in (33750, 45000, 200000):  # at scale the rule of Li et al. (2018) decides
+        assert varpro_n_components(n) == default_n_components(n)
+    narrow = replace(DEFAULT_SETTINGS, varpro_wide_features=0)
+    assert varpro_n_components(4500, narrow) == 1000

@@ -108,25 +108,33 @@ class RidgeHeads:
     """Ridge heads on ``(X, y)``, scored by squared error on ``(X_val, y_val)`` (GCV without).
 
     ``alpha`` is a penalty or 'auto' (chosen from ``alphas`` by
-    :func:`rffkit._ridge.fit_ridge_head`).
+    :func:`rffkit._ridge.fit_ridge_head`, by a walk from ``start`` when it is given).
     """
 
-    #: A ridge head costs one eigendecomposition: the refinement confirms candidates directly.
+    #: A ridge head costs one Gram matrix and a few Cholesky solves: the refinement
+    #: confirms candidates directly.
     costly = False
 
-    def __init__(self, X, y, X_val, y_val, *, alpha, alphas):
+    def __init__(self, X, y, X_val, y_val, *, alpha, alphas, start=None):
         self.X, self.y, self.X_val, self.y_val = X, y, X_val, y_val
-        self.alpha, self.alphas = alpha, alphas
+        self.alpha, self.alphas, self.start = alpha, alphas, start
 
     @torch.no_grad()
     def fit(self, layer):
         """The ridge head of ``layer`` (a :class:`~rffkit._ridge.RidgeHead`)."""
         Z_val = None if self.X_val is None else layer(self.X_val)
-        return fit_ridge_head(layer(self.X), self.y, Z_val, self.y_val, self.alpha, self.alphas)
+        return fit_ridge_head(layer(self.X), self.y, Z_val, self.y_val, self.alpha, self.alphas, start=self.start)
 
     def around(self, alpha):
-        """The same fitter (the ridge path costs one eigendecomposition whatever its length)."""
-        return self
+        """A fitter whose 'auto' penalty is found by a walk along ``alphas`` from ``alpha``.
+
+        The refinement moves change the layer little, so the penalty chosen for the
+        layer the search found is looked for in its neighbourhood
+        (:func:`rffkit._ridge.walk_ridge_alpha`), without the eigendecomposition.
+        """
+        if not isinstance(self.alpha, str):
+            return self
+        return RidgeHeads(self.X, self.y, self.X_val, self.y_val, alpha=self.alpha, alphas=self.alphas, start=alpha)
 
     @torch.no_grad()
     def fit_linear(self, layer):

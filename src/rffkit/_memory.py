@@ -125,7 +125,7 @@ def _rffnet_fit(estimator, n, p, itemsize):
     """Measured: the search and the head hold about 12 float32 n x D matrices (and n x p x D
     products in the relevance gradient), the refinement moves about 23 float64 D x D ones
     (Gram matrices and eigendecompositions of candidate heads); the peak is the larger."""
-    from ._search import default_n_components
+    from ._search import default_n_components, varpro_n_components
 
     n_train = n
     if estimator.early_stopping:
@@ -135,9 +135,7 @@ def _rffnet_fit(estimator, n, p, itemsize):
     hidden = tuple(np.atleast_1d(np.asarray(estimator.hidden_layer_sizes, dtype=object)))
     varpro = estimator.solver != "adam" and not hidden and estimator._supports_varpro
     if D is None:
-        D = default_n_components(n_train, settings)
-        if varpro:
-            D = max(D, min(n_train, settings.varpro_min_features))
+        D = (varpro_n_components if varpro else default_n_components)(n_train, settings)
     D = int(D)
     if varpro:
         classifier = not estimator._supports_varpro or type(estimator).__name__.endswith("Classifier")

@@ -20,11 +20,15 @@ turn:
 * **pruning** -- the relevances under a fraction of the largest are set to zero,
   which removes the phase noise the small relevances of irrelevant features add.
 
-The first two are screened on a subsample by a ridge fit at the search's penalty and
-the best is confirmed once; every confirmation refits the head on all training rows
-and, with a validation split, must lower the validation squared error by more than
-two standard errors of the paired per-sample differences (a small split must not
-pick a model by luck); without one, the GCV score by a relative margin. The head is
+Rescaling, alignment and pruning are screened on a subsample (``screen_rows`` rows;
+a move with more than ``prescreen_keep`` candidates first looks at all of them on
+``score_rows`` rows and screens only that many of the best on all) by a ridge fit at
+the search's penalty; the best rescaled or aligned layer is confirmed once, a pruned
+one only if it screens better than the layer; every confirmation refits the head on
+all training rows (a ridge head walks its penalty from the search head's) and, with
+a validation split, must lower the validation squared error by more than two
+standard errors of the paired per-sample differences (a small split must not pick a
+model by luck); without one, the GCV score by a relative margin. The head is
 that of :mod:`rffkit._heads`: ridge (squared error) by default, or the classifier's
 logistic head (log-loss), while the screening always fits ridge on ``y``. Candidate
 layers are new objects: nothing is changed in place.
@@ -159,8 +163,8 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, keep_unless_worse=Fal
 def _prune(layer, heads, head, loss, settings, screen=None):
     """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones.
 
-    With ``screen`` (a costly head, see :mod:`rffkit._heads`) a candidate is confirmed
-    only if its screening score is below that of ``layer``.
+    With ``screen`` a candidate is confirmed only if its screening score is below
+    that of ``layer``.
     """
     relevances = layer.relevances.detach()
     magnitude = relevances.abs()
@@ -236,9 +240,10 @@ def refine_layer(
     X_screen, y_screen = X[rows[: settings.screen_rows]], y[rows[: settings.screen_rows]]
     align = sample_frequencies is not None and X_val is not None
 
-    def screen(candidate):
+    def screen(candidate, n_rows=None):
         Z_val = None if X_val is None else candidate(X_val)
-        return fit_ridge_head(candidate(X_screen), y_screen, Z_val, y_val, search_alpha, settings.alpha_grid).score
+        return fit_ridge_head(candidate(X_screen[:n_rows]), y_screen[:n_rows], Z_val, y_val, search_alpha,
+                              settings.alpha_grid).score
 
     loss = heads.validation_losses(head, layer)
     if linear_term and not layer.has_linear:
@@ -251,7 +256,13 @@ def refine_layer(
 
     def consider(candidates):
         nonlocal best, best_score
-        for candidate in list(candidates):  # all drawn from the best layer before this move
+        candidates = list(candidates)  # all drawn from the best layer before this move
+        keep = settings.prescreen_keep
+        if keep is not None and len(candidates) > keep and X_screen.shape[0] > 2 * settings.score_rows:
+            # a first look on fewer rows; only the most promising are screened on all of them
+            first = [screen(candidate, settings.score_rows) for candidate in candidates]
+            candidates = [candidates[k] for k in sorted(np.argsort(first, kind="stable")[:keep])]
+        for candidate in candidates:
             value = screen(candidate)
             if value < best_score * (1.0 - settings.margin):
                 best, best_score = candidate, value
@@ -270,5 +281,5 @@ def refine_layer(
             layer, head, loss = best, new_head, new_loss
     if prune:
         report("pruning")
-        layer, head = _prune(layer, heads, head, loss, settings, screen if heads.costly else None)
+        layer, head = _prune(layer, heads, head, loss, settings, screen)
     return layer, head

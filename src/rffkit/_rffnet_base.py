@@ -27,7 +27,7 @@ from ._adam import fit_alternating_adam
 from ._heads import RidgeHeads, reduce_to_linear
 from ._progress import FitProgress
 from ._refine import refine_layer
-from ._search import default_n_components, search_relevances
+from ._search import default_n_components, search_relevances, varpro_n_components
 from ._settings import DEFAULT_SETTINGS
 from ._validation import (
     FLOAT32_MAX,
@@ -239,9 +239,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
 
         n_components = self.n_components
         if n_components is None:
-            n_components = default_n_components(len(train_rows), self._settings)
-            if solver == "varpro":
-                n_components = max(n_components, min(len(train_rows), self._settings.varpro_min_features))
+            n_components = (varpro_n_components if solver == "varpro" else default_n_components)(
+                len(train_rows), self._settings)
         layer = ARDRandomFourierFeatures.from_kernel(
             X.shape[1], n_components, self.kernel, random_state=layer_seed, dtype=torch.float32, device=device,
             variant=self.variant,

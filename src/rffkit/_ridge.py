@@ -25,7 +25,8 @@ import torch
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
-    "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha", "fit_ridge_head",
+    "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha", "walk_ridge_alpha",
+    "fit_ridge_head",
 ]
 
 
@@ -64,31 +65,54 @@ class RidgeHead:
 _SYRK_MIN_WORK = 1e7
 
 
-def gram_matrix(Z, *, upper_only=False):
-    """``Z^T Z`` in the dtype of ``Z``, by BLAS ``syrk`` on the CPU: half the flops of ``Z.T @ Z``.
-
-    ``syrk`` computes the upper triangle only, which is then mirrored; with
-    ``upper_only`` the mirror is skipped and only the upper triangle (diagonal
-    included) of the result holds ``Z^T Z`` (what is below it is unspecified). Tensors
-    that need a gradient, live on a GPU, or are small or of another dtype take
-    ``Z.T @ Z``. SciPy's BLAS runs on the threads :func:`threadpoolctl.threadpool_limits`
-    allows (rffkit's entry points set them, see :mod:`rffkit.config`).
-    """
-    n, D = Z.shape
-    plain = (
-        Z.device.type != "cpu" or Z.dtype not in (torch.float32, torch.float64) or float(n) * D * D < _SYRK_MIN_WORK
-        or (torch.is_grad_enabled() and Z.requires_grad)
-    )
-    if plain:
-        return Z.T @ Z
+def _syrk_upper(Z):
+    """The upper triangle of ``Z^T Z`` (what is below it is zero) by BLAS ``syrk``, for a CPU float tensor."""
     from scipy.linalg.blas import dsyrk, ssyrk
 
     array = Z.detach().numpy()
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     # a C-ordered (n, D) array is the Fortran-ordered (D, n) Z^T: syrk forms Z^T (Z^T)^T without a copy
-    upper = torch.from_numpy((ssyrk if Z.dtype == torch.float32 else dsyrk)(1.0, array.T, trans=0, lower=0))
-    return upper if upper_only else torch.triu(upper) + torch.triu(upper, diagonal=1).T
+    return torch.from_numpy((ssyrk if Z.dtype == torch.float32 else dsyrk)(1.0, array.T, trans=0, lower=0))
+
+
+def _mirrored(upper):
+    return torch.triu(upper) + torch.triu(upper, diagonal=1).T
+
+
+class _Gram(torch.autograd.Function):
+    """``Z^T Z`` by ``syrk`` with the gradient ``Z (G + G^T)``: one product back, where autograd's
+    ``Z.T @ Z`` takes two (one per operand) after a forward product of twice the flops."""
+
+    @staticmethod
+    def forward(ctx, Z):
+        ctx.save_for_backward(Z)
+        return _mirrored(_syrk_upper(Z))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (Z,) = ctx.saved_tensors
+        return Z @ (grad + grad.T)
+
+
+def gram_matrix(Z, *, upper_only=False):
+    """``Z^T Z`` in the dtype of ``Z``, by BLAS ``syrk`` on the CPU: half the flops of ``Z.T @ Z``.
+
+    ``syrk`` computes the upper triangle only, which is then mirrored; with
+    ``upper_only`` the mirror is skipped and only the upper triangle (diagonal
+    included) of the result holds ``Z^T Z`` (what is below it is unspecified). When
+    ``Z`` needs a gradient the product is differentiable, its backward one product
+    ``Z (G + G^T)``. Tensors on a GPU, small ones and those of another dtype take
+    ``Z.T @ Z``. SciPy's BLAS runs on the threads :func:`threadpoolctl.threadpool_limits`
+    allows (rffkit's entry points set them, see :mod:`rffkit.config`).
+    """
+    n, D = Z.shape
+    if Z.device.type != "cpu" or Z.dtype not in (torch.float32, torch.float64) or float(n) * D * D < _SYRK_MIN_WORK:
+        return Z.T @ Z
+    if torch.is_grad_enabled() and Z.requires_grad:
+        return _Gram.apply(Z)
+    upper = _syrk_upper(Z)
+    return upper if upper_only else _mirrored(upper)
 
 
 def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
@@ -224,11 +248,63 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
 
 
 @torch.no_grad()
-def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas):
+def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
+    """The ridge head best on ``(Z_val, y_val)`` among ``alphas``, found by a walk from ``start``.
+
+    From the grid value nearest ``start`` (on a log scale) the walk moves to a
+    neighbouring penalty while that lowers the validation squared error (ties to the
+    larger penalty), one Cholesky solve per penalty visited, with the centred Gram
+    matrix formed once: where the penalty is known to within a few grid steps (a
+    layer close to one whose head chose it) this costs a few ``D^3 / 3`` solves
+    instead of the eigendecomposition of :func:`select_ridge_alpha`, which gives
+    the same head when the validation error is unimodal along the grid. When no
+    penalty visited gives a finite score, :func:`select_ridge_alpha` decides.
+    """
+    grid = sorted(float(a) for a in alphas)
+    k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
+    n = Z.shape[0]
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc = Z - z_mean
+    gram = gram_matrix(Zc).double() / n
+    rhs = (Zc.T @ (y - y_mean)).double() / n
+    column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
+    fits = {}
+
+    def score(j):
+        if j not in fits:
+            system = gram.clone()
+            system.diagonal().add_(grid[j])
+            factor, info = torch.linalg.cholesky_ex(system)
+            if int(info) != 0:
+                fits[j] = (math.inf, None, None)
+            else:
+                coef = torch.cholesky_solve(column, factor).reshape(rhs.shape).to(Z.dtype)
+                intercept = y_mean - z_mean @ coef
+                residual = Z_val @ coef + intercept - y_val
+                mse = float((residual * residual).mean())
+                fits[j] = (mse if math.isfinite(mse) else math.inf, coef, intercept)
+        return fits[j][0]
+
+    best, moved = k, True
+    while moved:
+        moved = False
+        for j in (best + 1, best - 1):
+            if 0 <= j < len(grid) and (score(j) < score(best) or (score(j) == score(best) and j > best)):
+                best, moved = j, True
+                break
+    value, coef, intercept = fits[best]
+    if not math.isfinite(value):
+        return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
+    return RidgeHead(grid[best], coef, intercept, value)
+
+
+@torch.no_grad()
+def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None):
     """The ridge head on ``Z`` and its score.
 
     ``alpha='auto'`` chooses the penalty among ``alphas`` with
-    :func:`select_ridge_alpha`; a number is used as given. The score is the mean
+    :func:`select_ridge_alpha` or, given a ``start`` penalty and a validation split,
+    with :func:`walk_ridge_alpha`; a number is used as given. The score is the mean
     squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
 
     Returns
@@ -236,6 +312,8 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas):
     RidgeHead
     """
     if isinstance(alpha, str):
+        if start is not None and Z_val is not None:
+            return walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start)
         return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
     if Z_val is None:
         score, coef, intercept = gcv_score(Z, y, alpha)

@@ -29,6 +29,7 @@ from ._settings import DEFAULT_SETTINGS
 
 __all__ = [
     "default_n_components",
+    "varpro_n_components",
     "stage_evaluations",
     "search_schedule",
     "fit_variable_projection",
@@ -42,6 +43,21 @@ def default_n_components(n_samples, settings=DEFAULT_SETTINGS):
     """``floor(sqrt(n) log n)`` (Li et al., 2018), at least 10 and at most ``settings.max_default_features``."""
     n = max(int(n_samples), 2)
     return int(min(settings.max_default_features, max(10, math.floor(math.sqrt(n) * math.log(n)))))
+
+
+def varpro_n_components(n_samples, settings=DEFAULT_SETTINGS):
+    """The default ``D`` of the 'varpro' solver on ``n_samples`` training rows.
+
+    :func:`default_n_components`, at least ``min(n, settings.varpro_min_features)``
+    and, above ``settings.first_stage_rows`` rows, at least
+    ``min(n / 2, settings.varpro_wide_features, sqrt(settings.varpro_head_budget / n))``
+    (rounded down).
+    """
+    n = max(int(n_samples), 2)
+    D = max(default_n_components(n, settings), min(n, settings.varpro_min_features))
+    if n > settings.first_stage_rows:
+        D = max(D, min(n // 2, settings.varpro_wide_features, math.floor(math.sqrt(settings.varpro_head_budget / n))))
+    return int(D)
 
 
 def stage_evaluations(m, s, flop_budget):
@@ -293,7 +309,10 @@ def search_relevances(
     training split is one search stage (``settings.first_stage_rows`` rows or
     fewer), else at ``settings.fallback_alpha`` only when the first head leaves more
     than ``settings.fallback_unexplained`` of the validation variance unexplained.
-    The head best on validation wins (the first one on ties).
+    The head best on validation wins (the first one on ties). With a validation
+    split the heads choose their penalty by a walk along the grid
+    (:func:`rffkit._ridge.walk_ridge_alpha`) from the search's penalty (the first
+    head) or from the best head's (the retries), not by an eigendecomposition.
 
     ``progress(search, m, s, gcv, score)`` is called after every iteration, with
     ``search`` a short label of the run (``'alpha=0.01, marginal start'``).
@@ -306,7 +325,7 @@ def search_relevances(
     head_alpha = "auto" if auto_alpha else alpha
     uniform = layer.relevances.detach().clone()
 
-    def run(search_alpha, start, label):
+    def run(search_alpha, start, label, head_start):
         with torch.no_grad():
             layer.relevances.copy_(start)
         report = None if progress is None else (lambda *values: progress(label, *values))
@@ -316,10 +335,10 @@ def search_relevances(
         )
         with torch.no_grad():
             head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, head_alpha,
-                                  settings.alpha_grid)
+                                  settings.alpha_grid, start=head_start)
         return SearchResult(history, head, layer.relevances.detach().clone(), search_alpha)
 
-    best = run(alpha, uniform, f"alpha={alpha:g}")
+    best = run(alpha, uniform, f"alpha={alpha:g}", alpha)
     if auto_alpha and X_val is not None:
         null_score = float(((y_val - y.mean(dim=0)) ** 2).mean())
         small = X.shape[0] <= settings.first_stage_rows
@@ -330,7 +349,8 @@ def search_relevances(
             screened *= uniform.norm() / screened.norm().clamp_min(1e-12)
             for retry_alpha in settings.small_sample_alphas if small else (settings.fallback_alpha,):
                 for start, name in ((uniform, "uniform start"), (screened, "marginal start")):
-                    retry = run(retry_alpha, start, f"alpha={retry_alpha:g}, {name}")
+                    # the retry's head penalty: a walk from the best head's (no eigendecomposition)
+                    retry = run(retry_alpha, start, f"alpha={retry_alpha:g}, {name}", head_start=best.head.alpha)
                     if retry.head.score < best.head.score:
                         best = retry
     with torch.no_grad():

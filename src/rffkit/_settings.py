@@ -25,6 +25,14 @@ class RFFNetSettings:
     #: keeps its own ``floor(sqrt(m) log m)`` columns per stage, and only the closed-form
     #: head and the refinement moves see the rest, at O(n D^2).
     varpro_min_features: int = 1000
+    #: Above ``first_stage_rows`` training rows 'varpro' takes D at least
+    #: ``min(n / 2, varpro_wide_features, sqrt(varpro_head_budget / n))``: as many features as
+    #: a head on all ``n`` rows affords for about ``varpro_head_budget`` multiply-adds
+    #: of its Gram matrix (2,250 at 4,500 rows, 1,825 at 9,000; the rule's 1,915 at
+    #: 33,000 rows), since the random-feature head approximates the exact ARD kernel's
+    #: only as D grows and, for a few thousand rows, a larger D is cheap.
+    varpro_wide_features: int = 2500
+    varpro_head_budget: float = 3e10
 
     # -- the penalty ----------------------------------------------------------------------
     #: Penalty of the relevance search when ``alpha='auto'``, and the whole of 'auto' for
@@ -39,8 +47,9 @@ class RFFNetSettings:
     fallback_alpha: float = 1.0
     #: On a training split of at most ``first_stage_rows`` rows (one cheap search stage)
     #: the search is repeated at each of these penalties, from two starts, and the head
-    #: best on validation is kept, as SRFF chooses its penalty from a grid.
-    small_sample_alphas: tuple = (1e-3, 1e-2, 1e-1, 1.0)
+    #: best on validation is kept, as SRFF chooses its penalty from a grid (two
+    #: penalties: five searches instead of nine).
+    small_sample_alphas: tuple = (1e-3, 3e-2)
 
     # -- the coarse-to-fine relevance search ------------------------------------------------
     #: Rows of the first (smallest) stage; later stages grow by ``stage_growth``.
@@ -74,6 +83,10 @@ class RFFNetSettings:
     #: alignment is scored.
     screen_rows: int = 8000
     score_rows: int = 2000
+    #: When a move has more candidates than this (and the screening rows are more than
+    #: twice ``score_rows``), all are first screened on ``score_rows`` rows, and only
+    #: this many of the best on all screening rows (None: all on all rows).
+    prescreen_keep: int | None = 3
     #: A screened candidate must beat the best so far by this relative margin (and a
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01

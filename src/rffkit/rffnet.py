@@ -37,8 +37,10 @@ _PARAMETERS = """
         Number of random features ``D``. None uses ``floor(sqrt(n) log n)`` with ``n``
         the training rows after the validation split (the rule of Otto & Izbicki,
         2022, after Li et al., 2018), capped at 4,000; with the 'varpro' solver at
-        least ``min(n, 1000)``, since its search uses ``floor(sqrt(m) log m)``
-        features per stage anyway and the closed-form head on the rest is cheap.
+        least ``min(n, 1000)`` and, above 2,000 rows, at least
+        ``min(n / 2, 2500, sqrt(3e10 / n))`` (2,250 at 4,500 rows, 1,825 at 9,000),
+        since its search uses ``floor(sqrt(m) log m)`` features per stage anyway
+        and the closed-form head on the rest is cheap.
     kernel : {'gaussian', 'laplacian', 'cauchy', 'matern12', 'matern32', \
 'matern52', 'spline', 'induced'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; any name of :data:`rffkit.kernels.KERNELS`.
@@ -63,9 +65,10 @@ _PARAMETERS = """
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
         at 1e-4 and the head's penalty is chosen from half-decades 1e-8 ... 1 on the
-        validation split (GCV without ``early_stopping``), from one
-        eigendecomposition; on a training split of at most 2,000 rows the search is
-        repeated at 1e-3, 1e-2, 1e-1 and 1, from the uniform start and from one
+        validation split, by a walk along them from the search's penalty (one
+        Cholesky solve per penalty visited), or by GCV from one eigendecomposition
+        without ``early_stopping``; on a training split of at most 2,000 rows the search is
+        repeated at 1e-3 and 3e-2, from the uniform start and from one
         proportional to each feature's marginal R^2, and the best head on
         validation is kept; on a larger split it is repeated at 1 only when the
         first model explains under 5% of the validation variance. The classifier's
@@ -89,9 +92,11 @@ _PARAMETERS = """
         density rather than the ARD kernel exactly.
     prune_relevances : bool, default=True
         'varpro' only. Last, try zeroing the relevances under 0.1, 0.2 and 0.3 of the
-        largest. Each move above is kept only if the head refitted on all training
-        rows lowers the validation error by more than two standard errors (without
-        a validation split: the GCV score by 1%).
+        largest. The candidates of each move are screened by ridge fits on a
+        subsample (at most 3 per move after a first look on 2,000 rows; a pruned
+        layer must screen better than the layer), and the best is kept only if the
+        head refitted on all training rows lowers the validation error by more than
+        two standard errors (without a validation split: the GCV score by 1%).
     hidden_layer_sizes : tuple of int, default=()
         Empty: RFFNet's linear head. Otherwise ReLU layers of these widths follow the
         random-feature layer (RFFNet+, Otto, 2022), fitted by 'adam'; ``alpha`` then
