@@ -101,7 +101,7 @@ def markdown(rows):
         sel = [r for r in rows if r["label"] == label]
         lines.append(f"- `{label}`: {sel[0]['version']}; load average {sel[0]['load_average']} to "
                      f"{sel[-1]['load_average']}")
-    lines += ["", "| problem | n_train | " + " | ".join(f"{label}: test MSE mean (sd) | {label}: fit s mean | "
+    lines += ["", "| problem | n_train | " + " | ".join(f"{label}: test MSE mean (sd) | {label}: CPU s mean | "
                                                       f"{label}: relevant first" for label in labels) + " |",
               "|---|---|" + "---|---|---|" * len(labels)]
     for problem, n_train in CASES:

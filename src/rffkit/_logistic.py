@@ -353,8 +353,11 @@ class _PrincipalProblem:
         # directions the penalty shrinks by more than 1 / relative_floor hold (almost) no weight
         active = torch.nonzero(self.data_curvature >= self.relative_floor * 2.0 * alpha).flatten()
         scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
+        contiguous = active.numel() > 0 and int(active[-1] - active[0]) + 1 == active.numel()
+        # the eigenvalues ascend, so the active directions are the last columns: a view, not an n x r copy
+        G = G[:, int(active[0]):int(active[-1]) + 1] if contiguous else G[:, active]
         solved, bias, n_iter, gradient = minimise_logistic(
-            G[:, active], target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
+            G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
             tol=self.tol, preconditioner=(None, scales),
         )
         theta = torch.zeros_like(theta)

@@ -69,7 +69,7 @@ _PARAMETERS = """
         validation split, by a walk along them from the search's penalty (one
         Cholesky solve per penalty visited), or by GCV from one eigendecomposition
         without ``early_stopping``; on a training split of at most 2,000 rows the search is
-        repeated at 1e-3, 1e-2, 1e-1 and 1, from the uniform start and from one
+        repeated at 1e-3 and 3e-2, from the uniform start and from one
         proportional to each feature's marginal R^2, and the best head on
         validation is kept; on a larger split it is repeated at 1 only when the
         first model explains under 5% of the validation variance. The classifier's
