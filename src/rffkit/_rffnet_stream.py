@@ -5,10 +5,10 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
 
 1. **Moments and a sample.** The column means and variances of ``X`` and of ``y``
    (:class:`~rffkit._streaming.RunningMoments`) standardise the inputs and the target, as
-   the in-memory fit does with all its rows; a uniform sample of rows is kept by the
-   smallest hash keys of their global row indices (:class:`~rffkit._streaming.BottomKSample`),
-   and rows are held out for validation by another hash of the index
-   (:func:`~rffkit._streaming.validation_mask`). The ranks' moments and samples are
+   the in-memory fit does with all its rows. Rows are held out for validation by a hash of
+   their global row index (:func:`~rffkit._streaming.validation_mask`), and a uniform
+   sample of the training rows and one of the validation rows are kept by the smallest
+   keys of another hash (:class:`~rffkit._streaming.BottomKSample`). The ranks' moments and samples are
    gathered and merged in rank order, so the sample holds the same rows whatever the number
    of ranks.
 2. **Relevances on the sample, moves judged on every row.** Every rank runs the
@@ -30,12 +30,15 @@ The layer's random draws are nested: the first ``k`` frequencies of a draw of ``
 draw of ``k``. The head's layer is the kept search layer followed by the frequencies
 ``k + 1 ... K`` of the same draw at the same relevances (after the frequency-alignment
 move, the aligned frequencies followed by the tail of the original draw: the kernel is then
-a mixture of the aligned one and the ARD kernel).
+a mixture of the aligned one and the ARD kernel at the aligned layer's relevances, which
+that move multiplies by its scale, 1 to 3, so the tail can be rougher than the searched
+kernel; the head's penalty, chosen on the validation rows, weighs the two parts).
 
-Sizes (:class:`StreamSettings`): the sample holds ``search_rows`` training rows plus the
-validation rows that go with them; ``D_search`` is what the in-memory fit would take for
-that many rows; ``D_head`` is ``n_components``, or by default the rule
-``floor(sqrt(n) log n)`` of the training rows (at most ``max_default_features``), lowered
+Sizes (:class:`StreamSettings`): the sample holds ``search_rows`` training rows and
+``validation_rows`` validation rows; ``D_search`` is what the in-memory fit would take for
+``search_rows`` rows; ``D_head`` is ``n_components``, or by default what the in-memory fit
+takes for all the training rows (``floor(sqrt(n) log n)``, at most
+``max_default_features``, at least ``min(n, varpro_min_features)``), lowered
 until its two ``D x D`` float64 statistics and the eigendecomposition fit the memory budget
 (:func:`~rffkit._sufficient.max_components`). The in-memory search on the sample must fit
 the budget as well (the estimate of :mod:`rffkit._memory`). The search and the head run one
@@ -51,9 +54,9 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
+from ._heads import RidgeHeads, linear_inputs, on_layer
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
-from ._heads import RidgeHeads, linear_inputs, on_layer
 from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._search import varpro_n_components
@@ -75,7 +78,7 @@ from .layers import RFFNetModule
 
 __all__ = [
     "StreamSettings", "STREAM_SETTINGS", "is_stream", "fits_streamed", "fit_stream", "predict_stream", "score_stream",
-    "truncated_layer", "extended_layer", "layer_width",
+    "StreamedRidgeHeads", "truncated_layer", "extended_layer", "layer_width",
 ]
 
 
