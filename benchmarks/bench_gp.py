@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import code_version, write_csv_atomically
+from _common import code_version, load_notes, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet", "exact_gp")
@@ -169,7 +169,7 @@ def read_rows(path):
     return rows
 
 
-def markdown(rows, steps):
+def markdown(rows, steps, notes=()):
     lines = [
         "# RFFNet against an exact ARD Gaussian process on SE1",
         "",
@@ -203,6 +203,8 @@ def markdown(rows, steps):
                 f"| {f'{np.mean(ratios):.3f}' if ratios else '-'} |")
     lines += ["", f"Target (issue 19): RFFNet test MSE <= {TARGET_MSE} at n = 5,000, the five relevant first in "
               "every draw, fit under 0.1 of the GP's (here: CPU time)."]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -215,9 +217,18 @@ def main():
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--output", default="gp", help="stem of the results files")
     parser.add_argument("--markdown-only", action="store_true", help="rewrite the markdown from the CSV")
+    parser.add_argument("--note", action="append", default=[], help="a note kept under the tables (repeatable)")
+    parser.add_argument("--merge", nargs="+", default=[], help="CSV files of other runs whose rows are added")
     args = parser.parse_args()
     csv_path, md_path = RESULTS / f"{args.output}.csv", RESULTS / f"{args.output}.md"
     rows = read_rows(csv_path)
+    for other in args.merge:
+        extra = read_rows(Path(other))
+        keys = {(r["draw"], r["n_train"], r["method"]) for r in extra}
+        rows = [r for r in rows if (r["draw"], r["n_train"], r["method"]) not in keys] + extra
+    if args.merge:
+        _ratios(rows)
+        write_csv_atomically(csv_path, FIELDS, rows)
     if not args.markdown_only:
         for draw in range(args.first_draw, args.first_draw + args.draws):
             new = run_draw(draw, args.n_train, args.methods, args.gp_steps)
@@ -229,7 +240,8 @@ def main():
                 print(row, flush=True)
             _ratios(rows)
             write_csv_atomically(csv_path, FIELDS, rows)
-    md_path.write_text(markdown(rows, args.gp_steps))
+    notes = load_notes(RESULTS / f"{args.output}.notes.json", args.note)
+    md_path.write_text(markdown(rows, args.gp_steps, notes))
 
 
 if __name__ == "__main__":

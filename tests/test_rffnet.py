@@ -45,10 +45,12 @@ def test_fitted_attributes(se1_model):
     assert m.n_iter_ >= 1 and len(m.validation_loss_curve_) >= 1
     assert np.isfinite(m.best_validation_loss_) and m.best_validation_score_ is not None
     # default number of features: floor(sqrt(n) log n) on the 90% training split, raised
-    # to min(n, 1000) for the closed-form ('varpro') head
+    # to min(n, 1000) and, above 2,000 rows, to min(n / 2, 2500, sqrt(3e10 / n)) for the
+    # closed-form ('varpro') head
     n = 3000 - math.floor(0.1 * 3000)
     assert m.n_components is None
-    assert m.n_components_ == max(math.floor(math.sqrt(n) * math.log(n)), min(n, 1000))
+    assert m.n_components_ == max(math.floor(math.sqrt(n) * math.log(n)), min(n, 1000),
+                                  min(n // 2, 2500, math.floor(math.sqrt(3e10 / n)))) == 1350
 
 
 def test_default_n_components_is_the_square_root_rule():
