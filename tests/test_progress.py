@@ -36,9 +36,9 @@ def test_verbose_levels(data, solver, caplog, capsys):
     messages = [record.getMessage() for record in caplog.records]
     if solver == "adam":
         assert sum(message.startswith("RFFNetRegressor: epoch ") for message in messages) == model.n_iter_
-    else:  # 300 rows: nine searches (1e-4, then four penalties from two starts), a line per iteration
+    else:  # 300 rows: five searches (1e-4, then two penalties from two starts), a line per iteration
         searches = {message.split(", stage")[0] for message in messages if "stage m=" in message}
-        assert len(searches) == 9 and "RFFNetRegressor: search alpha=1, marginal start" in searches
+        assert len(searches) == 5 and "RFFNetRegressor: search alpha=0.03, marginal start" in searches
         assert sum("stage m=" in message for message in messages) >= model.n_iter_
     assert messages[-1].startswith("RFFNetRegressor: fitted in ")
 

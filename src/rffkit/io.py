@@ -423,6 +423,21 @@ def check_columns_seen_in_fit(estimator, source, method="predict"):
     The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
     have the names of ``feature_names_in_`` in the same order (the message names the
     missing ones). Used by the estimators' streamed ``predict``/``score``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted estimator with ``n_features_in_`` (and ``feature_names_in_`` when it
+        was fitted on named columns).
+    source : TableSource or ArraySource
+        The rows to predict.
+    method : str, default='predict'
+        The method named in the message.
+
+    Raises
+    ------
+    ValueError
+        When the number, names or order of the columns differ from those seen in fit.
     """
     owner = type(estimator).__name__
     if source.n_features != estimator.n_features_in_:
