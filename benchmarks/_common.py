@@ -158,3 +158,25 @@ def load_notes(notes_path, added=()):
         notes = notes + fresh
         notes_path.write_text(json.dumps(notes, indent=1, ensure_ascii=False) + "\n")
     return notes
+
+
+def in_fresh_process(target, *args):
+    """``target(*args, queue)`` in a freshly spawned process; returns what it put on ``queue``.
+
+    Each fit then starts from a clean interpreter: no memory, threads or caches left by
+    earlier fits, so times and peak memory are the fit's own.
+    """
+    import multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=target, args=(*args, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    return result
+
+
+def load_average():
+    """The 1-, 5- and 15-minute load averages as text (``'2.1, 1.8, 1.5'``), recorded beside each timing."""
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())

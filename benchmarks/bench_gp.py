@@ -29,14 +29,13 @@ Usage: python benchmarks/bench_gp.py [--draws 5] [--n-train 5000] [--gp-steps 10
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import code_version, load_notes, write_csv_atomically
+from _common import code_version, in_fresh_process, load_average, load_notes, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet", "exact_gp")
@@ -130,20 +129,14 @@ def _run_draw(draw, n_train, methods, steps, queue):
                 "draw": draw, "n_train": n_train, "method": method,
                 "test_mse": float(np.mean((predict(X_te) - y_te) ** 2)),
                 "relevant_ranks": " ".join(map(str, ranks)), "relevant_first": ranks == [1, 2, 3, 4, 5],
-                "fit_s": fit_s, "cpu_s": cpu_s, "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg()),
+                "fit_s": fit_s, "cpu_s": cpu_s, "load_average": load_average(),
             })
     queue.put(rows)
 
 
 def run_draw(draw, n_train, methods, steps):
     """One draw's rows, fitted in a fresh (spawned) process."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_run_draw, args=(draw, n_train, methods, steps, queue))
-    process.start()
-    rows = queue.get()
-    process.join()
-    return rows
+    return in_fresh_process(_run_draw, draw, n_train, methods, steps)
 
 
 def _ratios(rows):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import PeakRSS as _PeakRSS
-from _common import add_quiet_argument, progress, say
+from _common import add_quiet_argument, in_fresh_process, load_average, progress, say
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"gregorova_se1": 0.060, "gregorova_se2": 1.0}
@@ -105,13 +104,7 @@ def _fit_one(problem, seed, n_train, method, queue):
 
 
 def run(problem, seed, n_train, method):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_fit_one, args=(problem, seed, n_train, method, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
+    return in_fresh_process(_fit_one, problem, seed, n_train, method)
 
 
 def summarise(rows):
@@ -190,7 +183,7 @@ def write(rows, args, load="now"):
     """(Re)write the CSV and markdown table; called after every fit so partial runs count."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     if load == "now":
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        load = load_average()
         for row in rows:
             row.setdefault("load_average", load)
         with open(RESULTS / "rffnet_se.csv", "w", newline="") as handle:

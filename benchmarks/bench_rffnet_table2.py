@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import multiprocessing as mp
 import os
 import platform
 import sys
@@ -60,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_quiet_argument, load_notes, progress, say, write_csv_atomically  # noqa: E402
+from _common import add_quiet_argument, in_fresh_process, load_notes, progress, say, write_csv_atomically  # noqa: E402
 from bench_rffnet_se import _data, _PeakRSS  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -112,7 +111,7 @@ def _timed_fit(model, X, y, result):
     return model
 
 
-def _fit_one(problem, seed, n_train, n_krr, n_srff, method, queue, plus_params=None):
+def _fit_one(problem, seed, n_train, n_krr, n_srff, method, plus_params, queue):
     """Child process: build data, tune on validation (untimed), time one fit, score on test.
 
     ``plus_params`` overrides :data:`PLUS_PARAMS` for RFFNet+ (the ``--tune`` grid).
@@ -183,13 +182,7 @@ def _fit_one(problem, seed, n_train, n_krr, n_srff, method, queue, plus_params=N
 
 
 def run(problem, seed, n_train, n_krr, n_srff, method, plus_params=None):
-    context = mp.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_fit_one, args=(problem, seed, n_train, n_krr, n_srff, method, queue, plus_params))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
+    return in_fresh_process(_fit_one, problem, seed, n_train, n_krr, n_srff, method, plus_params)
 
 
 def _gam_available():

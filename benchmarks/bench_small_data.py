@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import code_version, write_csv_atomically
+from _common import code_version, in_fresh_process, load_average, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CASES = (("gregorova_se1", 1000), ("gregorova_se2", 1000), ("gregorova_se1", 2000), ("gregorova_se1", 2300))
@@ -62,17 +61,11 @@ def _fit_one(problem, n_train, seed, settings, queue):
     top = np.argsort(-model.feature_importances_)[: len(support)]
     queue.put({"problem": problem, "n_train": n_train, "seed": seed, "fit_s": fit_s, "cpu_s": cpu_s, "test_mse": mse,
                "support_found": bool(set(top.tolist()) == set(support.tolist())),
-               "load_average": ", ".join(f"{x:.1f}" for x in os.getloadavg())})
+               "load_average": load_average()})
 
 
 def run(problem, n_train, seed, settings):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_fit_one, args=(problem, n_train, seed, settings, queue))
-    process.start()
-    row = queue.get()
-    process.join()
-    return row
+    return in_fresh_process(_fit_one, problem, n_train, seed, settings)
 
 
 def read_rows(path):

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import code_version, write_csv_atomically
+from _common import code_version, in_fresh_process, load_average, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DATASETS = ("flights", "se1_20")
@@ -125,18 +124,12 @@ def _fit_one(name, seed, method, threads, settings, queue):
             row["n_components"] = model.n_components_
             row["alpha"] = model.alpha_
         row["r2"] = r2_score(y_te, model.predict(X_te))
-    row["load_average"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    row["load_average"] = load_average()
     queue.put(row)
 
 
 def run(name, seed, method, threads, settings):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_fit_one, args=(name, seed, method, threads, settings, queue))
-    process.start()
-    row = queue.get()
-    process.join()
-    return row
+    return in_fresh_process(_fit_one, name, seed, method, threads, settings)
 
 
 def markdown(rows, args):
