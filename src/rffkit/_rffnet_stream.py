@@ -60,7 +60,7 @@ from ._progress import FitProgress
 from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._search import varpro_n_components
-from ._streaming import BottomKSample, RunningMoments, validation_mask
+from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
 from ._sufficient import (
     MemoryBudgetError,
     RidgeStatistics,
@@ -142,17 +142,6 @@ def _source(estimator, X, y, *, fitting):
     return source
 
 
-def _numeric_target(owner, y):
-    """``y`` as float64 of shape (m, 1); non-numeric targets are refused, naming them."""
-    y = np.asarray(y)
-    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        raise ValueError(f"{owner}: the target must be numeric; got values of dtype {y.dtype} "
-                         f"(e.g. {y.ravel()[:1].tolist()}).")
-    if y.ndim != 1:
-        raise ValueError(f"{owner}: a streamed fit takes one target column; got shape {y.shape}.")
-    return y.astype(np.float64, copy=False).reshape(-1, 1)
-
-
 @dataclass
 class _FirstPass:
     """What pass 1 learned, the same on every rank."""
@@ -171,7 +160,7 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
     samples = [BottomKSample(k, seed) for k in sample_rows]  # training rows, validation rows
     n_rows = n_validation = 0
     for chunk in source.iter_chunks(rank=rank, world_size=world_size):
-        y = _numeric_target(owner, chunk.y)
+        y = numeric_target(owner, chunk.y)
         x_moments.update(chunk.X)
         y_moments.update(y)
         held = validation_mask(chunk.rows, validation_fraction, seed)
@@ -334,7 +323,7 @@ class StreamedRidgeHeads:
         self.fraction, self.seed, self.alphas, self.owner = fraction, seed, tuple(alphas), owner
 
     def _target(self, values):
-        return self.standardise.target(_numeric_target(self.owner, values))
+        return self.standardise.target(numeric_target(self.owner, values))
 
     def _transform(self, layer):
         @torch.no_grad()
@@ -548,7 +537,7 @@ def score_stream(estimator, X, y=None):
     residual = RunningMoments()
     sse = 0.0
     for chunk in source.iter_chunks():
-        y = _numeric_target(owner, chunk.y)[:, 0]
+        y = numeric_target(owner, chunk.y)[:, 0]
         error = estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) - y
         sse += float(error @ error)
         residual.update(y)

@@ -18,6 +18,7 @@ __all__ = [
     "row_hash",
     "validation_mask",
     "rechunk",
+    "numeric_target",
 ]
 
 _UINT64_MASK = (1 << 64) - 1
@@ -476,3 +477,14 @@ def rechunk(pieces, chunk_rows):
                 buffer, buffered = [], 0
     if buffer:
         yield _concatenate(buffer)
+
+
+def numeric_target(owner, y, n_targets=1):
+    """A chunk's target as float64 of shape ``(m, n_targets)``; non-numeric or misshapen targets are refused."""
+    y = np.asarray(y)
+    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise ValueError(f"{owner}: the target must be numeric; got values of dtype {y.dtype} "
+                         f"(e.g. {y.ravel()[:1].tolist()}).")
+    if y.size != y.shape[0] * n_targets:
+        raise ValueError(f"{owner}: expected {n_targets} target column(s) in a streamed fit; got shape {y.shape}.")
+    return y.astype(np.float64, copy=False).reshape(y.shape[0], n_targets)

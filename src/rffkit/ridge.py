@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, heldout_path, loo_path, path_coefficients, ridge_spectrum
+from ._streaming import numeric_target
 from ._sufficient import (
     MemoryBudgetError,
     RidgeStatistics,
@@ -468,13 +469,6 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         one_target = y_values is None or np.ndim(y_values) == 1
         return source, 1 if one_target else int(np.shape(y_values)[1]), one_target, validated
 
-    def _numeric_target(self, y, n_targets):
-        y = np.asarray(y)
-        if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-            raise ValueError(f"{type(self).__name__}: the target must be numeric; got values of "
-                             f"dtype {y.dtype} (e.g. {y.ravel()[:1].tolist()}).")
-        return y.astype(np.float64, copy=False).reshape(y.shape[0], n_targets)
-
     def _stream_features(self, source):
         """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
         variance = None
@@ -504,7 +498,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
         heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device) if holdout else None
         seed = broadcast_object(seed_from_random_state(self.random_state)) if holdout else 0
-        target = functools.partial(self._numeric_target, n_targets=n_targets)
+        target = functools.partial(numeric_target, type(self).__name__, n_targets=n_targets)
         accumulate(source, features.transform, train, heldout, target=target,
                    validation_fraction=self.validation_fraction, seed=seed)
         loo_pass = None
