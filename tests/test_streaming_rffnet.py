@@ -255,14 +255,15 @@ def test_streamed_linear_head_equals_the_in_memory_one(data):
     Tolerance: coefficients within 1e-5 of the largest (float32 inputs; float64 sums).
     """
     from rffkit._heads import RidgeHeads
+    from rffkit._streamed_heads import StreamedRidgeHeads, _Standardiser
 
     X, y = data
-    standardise = stream._Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
+    standardise = _Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
     seed, fraction = 7, 0.2
     held = validation_mask(np.arange(N_ROWS), fraction, seed)
     alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
-    streamed = stream.StreamedRidgeHeads(ArraySource(X, y, chunk_rows=256), standardise, validated=True,
-                                         fraction=fraction, seed=seed, alphas=alphas, owner="test")
+    streamed = StreamedRidgeHeads(ArraySource(X, y, chunk_rows=256), standardise, validated=True,
+                                  fraction=fraction, seed=seed, alphas=alphas, owner="test")
     layer = ARDRandomFourierFeatures.from_kernel(N_FEATURES, 20, random_state=0, dtype=torch.float32,
                                                  variant="cos_sin", linear=True)
     with torch.no_grad():
