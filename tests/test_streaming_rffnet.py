@@ -190,7 +190,7 @@ def test_memory_budget_limits_the_head_or_refuses_up_front(data):
 def test_bad_streamed_inputs_get_clear_errors(data):
     X, y = data
     with pytest.raises(ValueError, match="'varpro'"):
-        RFFNetRegressor(solver="adam").fit(ArraySource(X, y))
+        RFFNetRegressor(solver="varpro", hidden_layer_sizes=(4,)).fit(ArraySource(X, y))
     with pytest.raises(ValueError, match="no target"):
         RFFNetRegressor(**PARAMETERS).fit(ArraySource(X))
     with pytest.raises(ValueError, match="carries its own target"):

@@ -103,15 +103,12 @@ def is_stream(X):
 
 
 def fits_streamed(estimator, X):
-    """Whether ``fit`` streams ``X``: a source always, a memory map when the solver is 'varpro'.
+    """Whether ``fit`` streams ``X``: a source or a memory map, whatever the solver.
 
-    A memory map given to the 'adam' solver (or to hidden layers) is read into memory, as
-    before; a source there gets the streamed fit's error.
+    The 'varpro' solver runs :func:`fit_stream`; 'adam' and hidden layers run
+    :func:`rffkit._adam_stream.fit_adam_stream`.
     """
-    if isinstance(X, np.memmap):
-        hidden = np.atleast_1d(np.asarray(estimator.hidden_layer_sizes, dtype=object)).size
-        return estimator.solver != "adam" and not hidden
-    return isinstance(X, (TableSource, ArraySource))
+    return is_stream(X)
 
 
 def _source(estimator, X, y, *, fitting):
