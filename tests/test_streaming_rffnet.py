@@ -319,6 +319,25 @@ def test_streamed_linear_head_equals_the_in_memory_one(data):
     assert streamed.validated
 
 
+def test_one_pass_statistics_of_two_layers_equal_two_passes(data):
+    """StreamedRidgeHeads.statistics_of (the last pass with two candidate layers) against one pass per
+    layer: the same heads (alpha, coefficients to 1e-12 relative, validation error)."""
+    from rffkit._streamed_heads import StreamedRidgeHeads, _head_from_statistics, _Standardiser
+
+    X, y = data
+    standardise = _Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
+    alphas = (1e-5, 1e-3, 1e-1)
+    streamed = StreamedRidgeHeads(ArraySource(X, y, chunk_rows=211), standardise, validated=True,
+                                  fraction=0.2, seed=5, alphas=alphas, owner="test")
+    layer = ARDRandomFourierFeatures.from_kernel(N_FEATURES, 24, random_state=1, dtype=torch.float32, linear=True)
+    layers = [layer, layer.replace(relevances=torch.full((N_FEATURES,), 0.5))]
+    for together, layer in zip(streamed.statistics_of(layers), layers):
+        one = _head_from_statistics(*together, alphas)
+        alone = _head_from_statistics(*streamed.statistics(layer), alphas)
+        assert one[0] == alone[0] and one[3] == pytest.approx(alone[3], rel=1e-12)
+        torch.testing.assert_close(one[1], alone[1], rtol=1e-12, atol=0)
+
+
 def test_paired_loss_gain_equals_the_in_memory_differences(data):
     """The refinement's paired comparison, streamed (three all-reduced sums), against the per-row
     differences of the two heads' squared errors on the same validation rows in memory.
