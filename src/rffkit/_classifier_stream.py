@@ -239,7 +239,7 @@ def fit_rffnet_classifier_stream(estimator, X, y):
         estimator.best_validation_score_ = (
             validation_score(estimator, source, fraction, split_seed) if validated else None)
         estimator.n_rows_seen_ = first.n_rows
-        estimator._stream_passes = 2 + problem.n_passes + validated
+        estimator._stream_passes = 1 + problem.n_passes + validated
         progress.summary(
             f"fitted in {progress.elapsed:.1f} s on {first.n_rows} streamed rows: alpha {alpha:g}, {d_search} search "
             f"and {estimator.n_components_} head features, {info['n_fits']} head fits in {problem.n_passes} passes, "

@@ -117,7 +117,8 @@ _PARAMETERS = """
     learning_rate : float, default=1e-2
         'adam' only: the Adam step size.
     batch_size : int, default=256
-        'adam' only: rows per mini-batch.
+        'adam' only: rows per mini-batch; in a streamed fit over ``R`` ranks, the
+        rows of the global batch (``batch_size / R`` per rank).
     max_iter : int, default=100
         Epochs for 'adam'; most L-BFGS iterations per search stage for 'varpro'.
         Stopping on it while still improving issues a ``ConvergenceWarning``.
@@ -151,7 +152,7 @@ _PARAMETERS = """
         through the ``rffkit`` logger (to standard error when no logging is
         configured).
     memory_budget : int, str or None, default=None
-        Streamed fits of the regressor only (``X`` a source or a memory map): bytes
+        Streamed 'varpro' fits only (``X`` a source or a memory map): bytes
         (or a string such as '2GB') that the relevance search on the sample and the
         ``D x D`` statistics of the head may each use. With ``n_components=None`` the
         head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 4,000)
