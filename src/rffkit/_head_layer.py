@@ -14,12 +14,13 @@ relevance without alignment raises the error).
 
 :func:`head_layer_candidates` screens the plain widening and the aligned ones by ridge
 fits with ``D_head`` features on the sample's training rows (the penalty walked from the
-search head's), scored on its validation rows; an aligned layer wins only if it beats the
-plain one by ``settings.margin`` (relative). The sample's validation error favours
-smoother kernels than every row would (a head on 20,000 rows has more variance than one
-on 10^6, and the rougher kernel's gain is in its bias), so the winner and the next rougher
-candidate go to the last pass, which fits both heads on every row at once and keeps the one
-with the lower error on every validation row (:mod:`rffkit._rffnet_stream`).
+search head's), scored on its validation rows. The sample's ranking is not reliable for
+every row: its heads have more variance than one on 10^6 rows, which favours smoother
+kernels, and a single sample's best can be far off (SE1 at 10^6 in
+``benchmarks/results/scale.md``). So the sample only proposes: the plain widening and the
+sample's best aligned layer both go to the last pass, which fits the two heads on every row
+at once and keeps the one with the lower error on every validation row
+(:mod:`rffkit._rffnet_stream`); the plain widening wins ties.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = ["head_layer_candidates"]
 
 @torch.no_grad()
 def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample_frequencies, settings):
-    """``(layers, scores)``: the sample's best widening of ``layer`` and the next rougher one.
+    """``(layers, scores)``: ``layer`` (the plain widening) and the sample's best aligned widening.
 
     Parameters
     ----------
@@ -59,9 +60,8 @@ def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample
     Returns
     -------
     layers : list of ARDRandomFourierFeatures
-        The best on the sample (``layer`` itself unless an aligned layer beats it by the
-        margin) and, unless it is the roughest, the candidate after it in the order
-        ``layer``, aligned at ``settings.align_scales`` (increasing).
+        ``[layer, aligned]``: the aligned layer (at one of ``settings.align_scales``) of
+        lowest validation error on the sample.
     scores : list of (str, float)
         Each candidate's name and validation mean squared error (the plain widening first).
     """
@@ -72,7 +72,7 @@ def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample
     for name, candidate in candidates:
         head = fit_ridge_head(candidate(X), y, candidate(X_val), y_val, "auto", settings.alpha_grid, start=alpha)
         scores.append((name, head.score if math.isfinite(head.score) else math.inf))
-    best = min(range(1, len(candidates)), key=lambda k: scores[k][1], default=0)
-    if not scores[best][1] < scores[0][1] * (1.0 - settings.margin):
-        best = 0
-    return [candidate for _, candidate in candidates[best:best + 2]], scores
+    if len(candidates) == 1:
+        return [layer], scores
+    best = min(range(1, len(candidates)), key=lambda k: scores[k][1])
+    return [layer, candidates[best][1]], scores

@@ -23,7 +23,7 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    The layer is then widened to ``D_head`` features and, when ``align_frequencies``,
    all of them re-aligned with the target at each of the alignment's scales, screened on
    the sample at ``D_head`` (:func:`~rffkit._head_layer.head_layer_candidates`): the
-   sample's best and the next rougher layer go to the last pass.
+   plain widening and the sample's best aligned layer go to the last pass.
 3. **The head on every row.** Every rank streams its rows through the layer, extended to
    ``D_head >= D_search`` features, and accumulates the ridge statistics
    (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
@@ -349,7 +349,7 @@ def fit_stream(estimator, X, y):
         progress.stage(f"last pass: ridge statistics of {len(layers)} x {layer_width(layers[0])} features")
         statistics = heads.statistics_of([layer.to(device) for layer in layers])
         fits = [_head_from_statistics(train, heldout, alphas) for train, heldout in statistics]
-        best = int(np.argmin([fit[3] for fit in fits]))  # the lower validation error (or GCV); ties: the first
+        best = int(np.argmin([fit[3] for fit in fits]))  # the lower validation error; ties: the plain widening
         layer, (alpha, coef, intercept, loss, r2) = layers[best].to(device), fits[best]
         train, heldout = statistics[best]
         statistics = fits = None  # the other candidate's statistics
