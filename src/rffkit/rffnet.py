@@ -53,11 +53,9 @@ _PARAMETERS = """
         'varpro' only. After the search, try adding ``w^T (lambda o x)`` to the model
         (an ARD linear kernel with the relevances of the ARD kernel): a stationary
         kernel cannot extrapolate a trend, and on real tables inputs often act
-        (nearly) linearly over a heavy-tailed range. Tried first and kept, like the
-        other moves, only if it lowers the validation error by more than two
-        standard errors of the paired per-sample differences (without a validation
-        split: the GCV score by more than 1%); a feature of relevance 0 still has no
-        effect. After the refinement moves, with a validation split, the model is
+        (nearly) linearly over a heavy-tailed range. Tried first and kept if it
+        lowers the validation error (without a validation split: the GCV score by
+        more than 1%); a feature of relevance 0 still has no effect. After the refinement moves, with a validation split, the model is
         compared with the linear-only one (ridge or logistic regression on the
         standardised inputs of the features of non-zero relevance) and reduces to
         it, random-feature weights 0, unless it has the lower held-out loss: on at
