@@ -61,7 +61,7 @@ _PARAMETERS = """
         it, random-feature weights 0, unless it has the lower held-out loss: on at
         most 1,000 rows both fits are cross-validated on 5 folds of all rows (the
         relevance search refitted in each, about 5 times the fit's cost), the
-        kernel model is kept only if it wins on most folds, and the linear-only
+        kernel model is kept only if it wins on 4 of the 5 folds, and the linear-only
         model is fitted on all rows, its penalty chosen on them (GCV, or 5-fold
         cross-validation for the logistic head); on more rows both are scored on
         the validation split. ``relevances_`` still rank the features.
