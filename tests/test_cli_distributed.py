@@ -64,7 +64,7 @@ def test_only_rank_0_prints_and_writes(shards, capsys, monkeypatch):
     assert saved == []
     _as_rank(monkeypatch, 0, 2)
     status, out, _ = _fit(shards, capsys, "m.rffkit", "--set", "features__n_components=30")
-    assert status == 0 and "reads the training rows from the files chunk by chunk on 2 processes" in out
+    assert status == 0 and "reads the training rows from the files chunk by chunk (on 2 processes)" in out
     assert saved == [str(shards / "m.rffkit")]
 
 
@@ -98,7 +98,7 @@ def test_torchrun_two_processes_give_the_single_process_model(shards, capsys, mo
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("saved to") == 1 and "on 2 processes" in done.stdout
     with rffkit.config_context(n_threads=1):  # as each rank: RFFNet's float32 search depends on the threads
-        assert cli.main(["fit", *argv, "--output", str(shards / "one.rffkit")]) == 0
+        assert cli.main(["fit", *argv, "--stream", "always", "--output", str(shards / "one.rffkit")]) == 0
     two, one = rffkit.load(shards / "two.rffkit"), rffkit.load(shards / "one.rffkit")
     assert two["meta"]["world_size"] == 2 and one["meta"]["world_size"] == 1
     X = np.random.default_rng(1).normal(size=(100, 2))

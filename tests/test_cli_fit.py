@@ -199,7 +199,7 @@ def test_an_estimator_that_takes_sources_gets_the_training_rows(table_csv, monke
     estimators = cli.estimators()
     estimators["ridge", "regression"] = (ReadsSources, True)
     monkeypatch.setattr(cli, "estimators", lambda: estimators)
-    assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv)
+    assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv, "--stream", "always")
 
     source = ReadsSources.sources[-1]
     assert isinstance(source, RowSplit)
@@ -214,6 +214,46 @@ def test_an_estimator_that_takes_sources_gets_the_training_rows(table_csv, monke
                                                                           in_memory["meta"]["n_test"])
 
 
+def test_stream_auto_reads_into_memory_what_fits_and_streams_the_rest(table_csv, monkeypatch, capsys):
+    from rffkit import _memory
+
+    saved = []
+    ReadsSources.sources.clear()
+
+    def _split_fits():  # fits on the training rows as a source (takes_sources also fits a 32-row sample)
+        return sum(isinstance(source, RowSplit) for source in ReadsSources.sources)
+
+    estimators = cli.estimators()
+    estimators["ridge", "regression"] = (ReadsSources, True)
+    monkeypatch.setattr(cli, "estimators", lambda: estimators)
+    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
+    argv = ["fit", table_csv, "--target", "y", "--model", "ridge", "--set", "features__n_components=30",
+            "--features", "x", "z", "colour"]
+    out = _run(capsys, *argv)
+    assert "in memory: 300 x 5 values" in out and "the in-memory fit needs about" in out
+    assert _split_fits() == 0 and saved[-1]["meta"]["streamed"] is False
+    # the fit's estimate (features and 30 x 30 statistics, the table twice) over half the memory
+    monkeypatch.setattr(_memory, "available_memory", lambda: 1000)
+    with rffkit.config_context(check_memory=False):  # the fit itself, once streamed, would refuse 1000 bytes
+        out = _run(capsys, *argv)
+    assert "streamed: ReadsSources reads the training rows from the files chunk by chunk (the in-memory fit " \
+           "would need about" in out and "more than half of the 1.0 KB available" in out
+    assert _split_fits() == 1 and saved[-1]["meta"]["streamed"] is True
+    monkeypatch.setattr(_memory, "available_memory", lambda: 10**12)
+    assert "in memory: 300 x 5 values (12.0 KB); --stream never" in _run(capsys, *argv, "--stream", "never")
+    assert _split_fits() == 1
+
+
+def test_stream_choices_that_cannot_be_kept_are_refused(table_csv, capsys):
+    assert cli.main(["fit", str(table_csv), "--target", "y", "--model", "srff", "--stream", "always"]) == 2
+    err = capsys.readouterr().err
+    assert "--stream always: SRFFRegressor does not fit from a data source" in err
+    with pytest.raises(cli.CommandLineError, match="--stream never reads the table into one process"):
+        source = open_table(str(table_csv), target="y", features=["x", "z"])
+        first = next(source.iter_chunks(chunk_rows=32))
+        cli._streams("never", RFFRidge(), source, (first.X, first.y), world_size=2)
+
+
 def test_row_split_partitions_rows_over_ranks(table_csv):
     source = open_table(str(table_csv), target="y", chunk_rows=64)
     train, test = RowSplit(source, 0.3, 5), RowSplit(source, 0.3, 5, held_out=True)
@@ -223,7 +263,8 @@ def test_row_split_partitions_rows_over_ranks(table_csv):
     assert sorted(np.concatenate(per_rank + [test_rows]).tolist()) == list(range(N_ROWS))
     assert sum(map(len, per_rank)) == train.n_rows and len(test_rows) == test.n_rows
     assert takes_sources(rffkit.RFFNetRegressor(max_iter=5), (np.arange(8.0).reshape(4, 2), np.arange(4.0)))
-    assert not takes_sources(rffkit.RFFNetClassifier(), (np.zeros((4, 2)), np.zeros(4)))
+    # one class in the first rows (a file sorted by its label): both fits fail, the sample is at fault
+    assert takes_sources(rffkit.RFFClassifier(), (np.arange(8.0).reshape(4, 2), np.zeros(4)))
 
 
 def test_predict_on_shards_keeps_the_row_order(table_csv, tmp_path, capsys):

@@ -5,12 +5,15 @@ gloo, a 120 s limit); a slow one runs a user's script under ``torchrun --standal
 ``tmp_path`` and saves its predictions and the bytes of every all-reduce; the test compares
 both ranks with the single-process fit on the same files (predictions within 1e-6 relative;
 they agree to about 1e-12) and checks that the bytes follow ``1 + D + D (D + 1) / 2 + D T + 2 T``
-float64s whatever the number of rows.
+float64s whatever the number of rows. The same job fits a small streamed ``RFFNetRegressor`` at
+both sizes: the same all-reduces (its paired comparisons send three float64s), and no broadcast
+or gathered object that grows with the rows.
 """
 
 import glob
 import json
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -26,7 +29,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import rffkit
-from rffkit import RandomFourierFeatures, RFFRidge
+from rffkit import RandomFourierFeatures, RFFNetRegressor, RFFRidge
 from rffkit._sufficient import MemoryBudgetError, all_reduce_bytes
 from rffkit.distributed import (
     all_gather_object,
@@ -89,6 +92,8 @@ def _rank_main(rank, world_size, port, tables, output):
                 report[f"{n_rows} {name}"] = {
                     "predictions": model.predict(X_test).tolist(), "alpha": model.alpha_,
                     "rows": model.n_rows_seen_, "all_reduce_bytes": log.all_reduce_bytes}
+        for n_rows, (pattern, _) in tables.items():
+            report[f"{n_rows} rffnet"] = _rffnet_traffic(pattern)
         pattern, X_test = tables[1800]
         X_mine, y_mine = arrays_of(pattern, rank)  # arrays are the rank's own, never split further
         holdout = RFFRidge(features=RandomFourierFeatures(n_components=D), alpha_selection="holdout", random_state=0)
@@ -102,6 +107,41 @@ def _rank_main(rank, world_size, port, tables, output):
             json.dump(report, handle)
     finally:
         dist.destroy_process_group()
+
+
+#: A small streamed RFFNet fit whose refinement is the linear term (always confirmed on every
+#: row) and the linear-only comparison: two paired comparisons of validation losses.
+RFFNET = dict(n_components=48, alpha=1e-3, max_iter=5, random_state=0, rescale_groups=False, align_frequencies=False,
+              prune_relevances=False)
+
+
+def _rffnet_traffic(pattern):
+    """Bytes of every all-reduce of a streamed RFFNet fit, and the pickled bytes of every object it
+    broadcasts or gathers (after the first pass, whose sample has a fixed number of rows)."""
+    import rffkit._rffnet_stream as stream
+    import rffkit._streamed_heads as heads
+
+    objects, saved = [], stream.STREAM_SETTINGS
+    originals = {(module, name): getattr(module, name) for module in (stream, heads)
+                 for name in ("broadcast_object", "all_gather_object") if hasattr(module, name)}
+
+    def counted(function):
+        def call(obj, *args, **kwargs):
+            objects.append(len(pickle.dumps(obj)))
+            return function(obj, *args, **kwargs)
+        return call
+
+    stream.STREAM_SETTINGS = stream.StreamSettings(search_rows=200, validation_rows=40)
+    for (module, name), function in originals.items():
+        setattr(module, name, counted(function))
+    try:
+        with count_traffic() as log:
+            RFFNetRegressor(**RFFNET).fit(open_table(pattern, target="y", chunk_rows=100))
+    finally:
+        stream.STREAM_SETTINGS = saved
+        for (module, name), function in originals.items():
+            setattr(module, name, function)
+    return {"all_reduce_bytes": log.all_reduce_bytes, "object_bytes": objects}
 
 
 def arrays_of(pattern, rank):
@@ -163,6 +203,22 @@ def test_bytes_per_all_reduce_do_not_grow_with_the_rows(job):
     holdout = report["900 holdout"]["all_reduce_bytes"]
     assert holdout == [2 * 8 * (1 + D + 1), all_reduce_bytes(D, n_statistics=2)]
     assert report["900 loo"]["all_reduce_bytes"][2:] == [8 * 11]  # the second pass: a sum per alpha
+
+
+def test_rffnet_communication_does_not_grow_with_the_rows(job):
+    """A streamed RFFNet fit on 2 ranks: the same all-reduces at 900 and 1,800 rows, among them the
+    paired comparisons' three sums (count, sum and sum of squares of the loss differences), and no
+    broadcast or gathered object that grows with the rows."""
+    report = job[0][0]
+    small, large = report["900 rffnet"], report["1800 rffnet"]
+    assert small["all_reduce_bytes"] == large["all_reduce_bytes"]
+    assert small["all_reduce_bytes"].count(3 * 8) == 2  # the linear term and the linear-only model
+    width = RFFNET["n_components"] + 4  # the head's random features and its linear columns
+    assert max(small["all_reduce_bytes"]) == all_reduce_bytes(width, n_statistics=2)
+    assert len(small["object_bytes"]) == len(large["object_bytes"])
+    first_pass = 1  # the moments and the sample, of at most search_rows + validation_rows rows
+    for before, after in zip(small["object_bytes"][first_pass:], large["object_bytes"][first_pass:]):
+        assert abs(after - before) <= 64, (small["object_bytes"], large["object_bytes"])
 
 
 SCRIPT = """

@@ -5,13 +5,13 @@ import pytest
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
+from rffkit._profiles import triangle_wave
 from rffkit.kernels import (
     KERNELS,
     get_kernel,
     kernel_matrix,
     profile_kernel,
     spline_kernel,
-    triangle_wave,
 )
 
 

@@ -7,7 +7,7 @@ from sklearn.linear_model import Ridge
 
 from dataclasses import replace
 
-from rffkit._refine import refine_layer, relevance_groups, target_spectrum
+from rffkit._refine import _rescaled_layers, refine_layer, relevance_groups, target_spectrum
 from rffkit._ridge import fit_ridge_head as _fit_ridge_head
 from rffkit._ridge import gcv_score, select_ridge_alpha, solve_ridge
 from rffkit._search import default_n_components, marginal_r2, search_schedule
@@ -174,6 +174,29 @@ def test_relevance_groups_runs_then_weakest_sets():
     # one run of equal values: the weakest sets repeat no run
     assert relevance_groups(np.array([1.0, 1.0, 0.01])) == [[0, 1]]
     assert relevance_groups(np.zeros(3)) == [] and relevance_groups(np.array([2.0])) == [[0]]
+
+
+def test_rescaled_layers_also_on_the_pruned_relevances():
+    """Irrelevant features above the group floor (0.15, 0.12): the groups are also formed without them."""
+    layer = ARDRandomFourierFeatures.from_kernel(5, 20, relevance=[1.0, 0.25, 0.3, 0.15, 0.12], random_state=0,
+                                                 dtype=torch.float64)
+    lam_of = lambda layer, settings=DEFAULT_SETTINGS: [  # noqa: E731
+        c.relevances.detach().numpy() for c in _rescaled_layers(layer, settings)]
+    plain = lam_of(layer, replace(DEFAULT_SETTINGS, rescale_prune_fraction=None))
+    both = lam_of(layer)
+    # unpruned: groups [0], [2, 1], [3, 4], [1, 3, 4], [2, 1, 3, 4], each at 2.5 and 5 times its largest
+    assert len(plain) == 10 and all(np.all(c[3:] > 0) for c in plain)
+    np.testing.assert_allclose(both[: len(plain)], plain)
+    # pruned at 0.2 of the largest: [1, .25, .3, 0, 0], whose groups [0] and [2, 1] were rescaled above
+    assert len(both) == len(plain)
+    # [1, .5, .3, .15, .12]: groups [0], [1], [2], [3, 4], [2, 3, 4], [1, 2, 3, 4] (12 candidates);
+    # pruned [1, .5, .3, 0, 0] adds its weakest two, [1, 2], without the irrelevant pair
+    other = lam_of(layer.replace(relevances=torch.tensor([1.0, 0.5, 0.3, 0.15, 0.12], dtype=torch.float64)))
+    assert len(other) == 14
+    np.testing.assert_allclose(other[12:], [[1.0, 1.25, 1.25, 0, 0], [1.0, 2.5, 2.5, 0, 0]])
+    # nothing to prune: no second set of candidates
+    clean = layer.replace(relevances=torch.tensor([1.0, 0.25, 0.3, 0.0, 0.0], dtype=torch.float64))
+    assert len(list(_rescaled_layers(clean, DEFAULT_SETTINGS))) == 4
 
 
 def _plateau_problem(frequency, n=4000, n_val=1000):

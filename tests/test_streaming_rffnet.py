@@ -23,7 +23,7 @@ import torch.multiprocessing as mp
 
 import rffkit._rffnet_stream as stream
 from rffkit import RFFNetRegressor
-from rffkit._ridge import select_ridge_alpha
+from rffkit._ridge import select_ridge_alpha, walk_ridge_alpha
 from rffkit._streaming import validation_mask
 from rffkit._sufficient import MemoryBudgetError, statistics_bytes
 from rffkit._validation import draw_seeds
@@ -143,6 +143,44 @@ def test_the_search_runs_on_a_sample_and_finds_the_relevant_features(data):
     assert model.score(X, y) > 0.8
 
 
+def test_the_head_layer_candidates_are_the_best_screened_widening_and_the_next_rougher():
+    """rffkit._head_layer.head_layer_candidates against direct ridge fits of each candidate on the same rows.
+
+    The target is two sinusoids, so the frequencies aligned with it beat a plain draw; the
+    first layer returned must be the candidate of lowest validation error (each score equals
+    walk_ridge_alpha's from the same start on the candidate's features, 1e-9 relative) and
+    differ from the plain layer only when it beats it by the margin; the second is the
+    aligned layer at the next larger scale.
+    """
+    from rffkit._head_layer import head_layer_candidates
+    from rffkit._settings import DEFAULT_SETTINGS
+    from rffkit.kernels import KERNELS
+
+    rng = np.random.default_rng(4)
+    X = torch.as_tensor(rng.normal(size=(1200, 3)), dtype=torch.float32)
+    y = (torch.sin(3 * X[:, :1]) + torch.cos(2 * X[:, 1:2]) + 0.05 * torch.randn(1200, 1)).float()
+    layer = ARDRandomFourierFeatures.from_kernel(3, 40, random_state=0, dtype=torch.float32)
+    with torch.no_grad():
+        layer.relevances.copy_(torch.tensor([1.0, 1.0, 0.1]))
+    generator = torch.Generator().manual_seed(0)
+    chosen, scores = head_layer_candidates(layer, X[:800], y[:800], X[800:], y[800:], alpha=1e-3, generator=generator,
+                                   sample_frequencies=KERNELS["gaussian"].sample_frequencies,
+                                   settings=DEFAULT_SETTINGS)
+    assert [name for name, _ in scores] == ["plain"] + [f"aligned x{s:g}" for s in DEFAULT_SETTINGS.align_scales]
+    with torch.no_grad():
+        plain = walk_ridge_alpha(layer(X[:800]), y[:800], layer(X[800:]), y[800:], DEFAULT_SETTINGS.alpha_grid, 1e-3)
+        again = [walk_ridge_alpha(c(X[:800]), y[:800], c(X[800:]), y[800:], DEFAULT_SETTINGS.alpha_grid, 1e-3).score
+                 for c in chosen]
+    assert scores[0][1] == pytest.approx(plain.score, rel=1e-9)
+    values = [value for _, value in scores]
+    best = int(np.argmin(values))
+    assert best > 0 and values[best] < values[0] * (1 - DEFAULT_SETTINGS.margin)
+    assert len(chosen) == min(2, len(scores) - best) and chosen[0] is not layer
+    assert again == pytest.approx(values[best:best + 2], rel=1e-9)
+    scale = DEFAULT_SETTINGS.align_scales[best - 1]
+    torch.testing.assert_close(chosen[0].relevances, scale * layer.relevances.detach())
+
+
 class FailingSource(ArraySource):
     """An ArraySource whose ``fail_at``-th chunk (counted over every pass) raises."""
 
@@ -190,7 +228,7 @@ def test_memory_budget_limits_the_head_or_refuses_up_front(data):
 def test_bad_streamed_inputs_get_clear_errors(data):
     X, y = data
     with pytest.raises(ValueError, match="'varpro'"):
-        RFFNetRegressor(solver="adam").fit(ArraySource(X, y))
+        RFFNetRegressor(solver="varpro", hidden_layer_sizes=(4,)).fit(ArraySource(X, y))
     with pytest.raises(ValueError, match="no target"):
         RFFNetRegressor(**PARAMETERS).fit(ArraySource(X))
     with pytest.raises(ValueError, match="carries its own target"):
@@ -278,4 +316,57 @@ def test_streamed_linear_head_equals_the_in_memory_one(data):
     assert torch.count_nonzero(head.coef[: layer.n_components]) == 0 and head.coef[layer.n_components + 2] == 0
     scale = float(in_memory.coef.abs().max())
     torch.testing.assert_close(head.coef.double(), in_memory.coef.double(), rtol=0, atol=1e-5 * scale)
-    assert streamed.validated and streamed.validation_losses(head, layer).shape == (int(held.sum()),)
+    assert streamed.validated
+
+
+def test_one_pass_statistics_of_two_layers_equal_two_passes(data):
+    """StreamedRidgeHeads.statistics_of (the last pass with two candidate layers) against one pass per
+    layer: the same heads (alpha, coefficients to 1e-12 relative, validation error)."""
+    from rffkit._streamed_heads import StreamedRidgeHeads, _head_from_statistics, _Standardiser
+
+    X, y = data
+    standardise = _Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
+    alphas = (1e-5, 1e-3, 1e-1)
+    streamed = StreamedRidgeHeads(ArraySource(X, y, chunk_rows=211), standardise, validated=True,
+                                  fraction=0.2, seed=5, alphas=alphas, owner="test")
+    layer = ARDRandomFourierFeatures.from_kernel(N_FEATURES, 24, random_state=1, dtype=torch.float32, linear=True)
+    layers = [layer, layer.replace(relevances=torch.full((N_FEATURES,), 0.5))]
+    for together, layer in zip(streamed.statistics_of(layers), layers):
+        one = _head_from_statistics(*together, alphas)
+        alone = _head_from_statistics(*streamed.statistics(layer), alphas)
+        assert one[0] == alone[0] and one[3] == pytest.approx(alone[3], rel=1e-12)
+        torch.testing.assert_close(one[1], alone[1], rtol=1e-12, atol=0)
+
+
+def test_paired_loss_gain_equals_the_in_memory_differences(data):
+    """The refinement's paired comparison, streamed (three all-reduced sums), against the per-row
+    differences of the two heads' squared errors on the same validation rows in memory.
+
+    Tolerance: 1e-6 relative (float32 features computed in other blocks differ by rounding;
+    measured 2e-8 on the mean).
+    """
+    from rffkit._streamed_heads import HeldOutLosses, PairedLossGain, StreamedRidgeHeads, _Standardiser
+
+    X, y = data
+    standardise = _Standardiser(X.mean(axis=0), X.std(axis=0), y.mean(), y.std(), torch.device("cpu"))
+    seed, fraction = 3, 0.25
+    held = validation_mask(np.arange(N_ROWS), fraction, seed)
+    streamed = StreamedRidgeHeads(ArraySource(X, y, chunk_rows=97), standardise, validated=True,
+                                  fraction=fraction, seed=seed, alphas=(1e-4, 1e-2), owner="test")
+    layer = ARDRandomFourierFeatures.from_kernel(N_FEATURES, 30, random_state=0, dtype=torch.float32)
+    rougher = layer.replace(relevances=torch.full((N_FEATURES,), 2.0))
+    heads = [streamed.fit(layer), streamed.fit(rougher)]
+    kept, new = streamed.validation_losses(heads[0], layer), streamed.validation_losses(heads[1], rougher)
+    assert isinstance(kept, HeldOutLosses)
+    gain = (kept - new).double()
+    assert isinstance(gain, PairedLossGain)
+    with torch.no_grad():
+        inputs = standardise.inputs(X[held])
+        target = torch.as_tensor(standardise.target(y[held])[:, None], dtype=torch.float32)
+        reference = (heads[0].sample_losses(layer(inputs), target).double()
+                     - heads[1].sample_losses(rougher(inputs), target).double())
+    assert gain.shape == reference.shape == (int(held.sum()),)
+    assert gain.mean() == pytest.approx(float(reference.mean()), rel=1e-6)
+    assert gain.std() == pytest.approx(float(reference.std()), rel=1e-6)
+    with pytest.raises(TypeError, match="same validation rows"):
+        kept - reference

@@ -7,6 +7,11 @@ Minimises RFFNet's objective
 over mini-batches: on every batch one Adam step on the head's parameters and then one
 on the relevances ``lambda``, with early stopping on a validation split and the best
 state restored. It works for any loss and any head (the classifier, RFFNet+'s MLP).
+
+:func:`alternating_adam` is the loop; it takes the epoch's batches and the monitored loss
+as callables, so the same loop runs on tensors in memory (:func:`fit_alternating_adam`)
+and on batches streamed from a source by every rank of a job
+(:mod:`rffkit._adam_stream`), whose gradients a ``reduce`` hook sums over the ranks.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from ._history import FitHistory, snapshot
 from ._settings import DEFAULT_SETTINGS
 from .exceptions import DivergenceError
 
-__all__ = ["fit_alternating_adam"]
+__all__ = ["fit_alternating_adam", "alternating_adam"]
 
 
 def two_adam_blocks(head_parameters, relevances, learning_rate):
@@ -41,12 +46,17 @@ def _mean_loss(model, loss_fn, X, y, batch_size):
     return total / X.shape[0]
 
 
+def _local(parameters, n_rows, loss):
+    """The single-process ``reduce`` of :func:`alternating_adam`: the batch's own rows and loss."""
+    return n_rows, (math.nan if loss is None else float(loss.detach()))
+
+
 def fit_alternating_adam(
     model, loss_fn, X, y, X_val, y_val, *, alpha, learning_rate, batch_size, max_iter, n_iter_no_change, tol,
     generator, penalised, relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks,
     convergence_patience=10, settings=DEFAULT_SETTINGS, progress=None,
 ):
-    """Alternating Adam steps on the head and on the relevances, with early stopping.
+    """Alternating Adam steps on the head and on the relevances, with early stopping, on tensors.
 
     Parameters
     ----------
@@ -67,7 +77,7 @@ def fit_alternating_adam(
         monitored loss (None: run ``max_iter`` epochs).
     tol : float
     generator : torch.Generator
-        Shuffles the batches.
+        Shuffles the batches: a fresh permutation of the rows every epoch.
     penalised : list of Tensor
     relevances : torch.nn.Parameter
         ``lambda``.
@@ -97,39 +107,97 @@ def fit_alternating_adam(
         When the loss stays non-finite after the step was halved
         ``settings.max_divergence_restarts`` times (each time from the best state).
     """
+    monitor_X, monitor_y = (X_val, y_val) if X_val is not None else (X, y)
+
+    def epoch_batches():
+        for idx in _batches(X.shape[0], batch_size, generator, X.device):
+            yield X[idx], y[idx]
+
+    return alternating_adam(
+        model, loss_fn, epoch_batches, lambda: _mean_loss(model, loss_fn, monitor_X, monitor_y,
+                                                          settings.predict_chunk_rows),
+        alpha=alpha, learning_rate=learning_rate, max_iter=max_iter, n_iter_no_change=n_iter_no_change, tol=tol,
+        penalised=penalised, relevances=relevances, relevance_penalty=relevance_penalty,
+        make_optimisers=make_optimisers, convergence_patience=convergence_patience, settings=settings,
+        progress=progress,
+    )
+
+
+def alternating_adam(
+    model, loss_fn, epoch_batches, monitor, *, alpha, learning_rate, max_iter, n_iter_no_change, tol, penalised,
+    relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks, convergence_patience=10,
+    settings=DEFAULT_SETTINGS, progress=None, reduce=_local,
+):
+    """The loop of :func:`fit_alternating_adam` over batches from any origin.
+
+    Parameters
+    ----------
+    model, loss_fn
+        As in :func:`fit_alternating_adam`.
+    epoch_batches : callable
+        ``epoch_batches()`` iterates over one epoch's ``(X_batch, y_batch)``. A batch
+        may have no rows (a rank whose share is used up while others still have rows);
+        the epoch ends when the iterator does, or when ``reduce`` reports no rows.
+    monitor : callable
+        ``monitor()``: the loss monitored after every epoch (a float).
+    alpha, learning_rate, max_iter, n_iter_no_change, tol, penalised, relevances, \
+relevance_penalty, make_optimisers, convergence_patience, settings, progress
+        As in :func:`fit_alternating_adam`.
+    reduce : callable, default: this batch alone
+        ``reduce(parameters, n_rows, loss)`` after every backward pass, before the step
+        on ``parameters``: returns ``(total_rows, batch_loss)`` and may replace the
+        gradients, as :mod:`rffkit._adam_stream` does with their row-weighted mean over
+        the ranks (``loss`` is None on a batch without rows, whose gradients are None).
+
+    Returns
+    -------
+    FitHistory
+    """
     head_parameters = [p for p in model.parameters() if p is not relevances]
 
     def objective(xb, yb):
         loss = loss_fn(model(xb), yb)
         return loss + alpha * sum((w * w).sum() for w in penalised)
 
+    def step(optimiser, xb, yb):
+        """One step of ``optimiser`` on the batch: ``(total rows, loss)``; (0, nan) when no rank had rows."""
+        optimiser.zero_grad(set_to_none=True)
+        parameters = [p for group in optimiser.param_groups for p in group["params"]]
+        loss = None
+        if xb.shape[0]:
+            loss = objective(xb, yb)
+            loss.backward()
+        total, value = reduce(parameters, xb.shape[0], loss)
+        if total:
+            optimiser.step()
+        return total, value
+
     lr = learning_rate
     optimisers = make_optimisers(head_parameters, relevances, lr)
     history = FitHistory(state=snapshot(model))
     best, stall, restarts = math.inf, 0, 0
-    monitor_X, monitor_y = (X_val, y_val) if X_val is not None else (X, y)
     epoch = 0
     while epoch < max_iter:
         model.train()
         running, seen, finite = 0.0, 0, True
-        for idx in _batches(X.shape[0], batch_size, generator, X.device):
-            xb, yb = X[idx], y[idx]
+        for xb, yb in epoch_batches():
             for optimiser in optimisers:
-                optimiser.zero_grad(set_to_none=True)
-                loss = objective(xb, yb)
-                loss.backward()
-                optimiser.step()
+                total, loss = step(optimiser, xb, yb)
+                if not total:
+                    break
+            if not total:
+                break
             if relevance_penalty > 0:
                 with torch.no_grad():
                     shrunk = relevances.abs() - lr * relevance_penalty
                     relevances.copy_(torch.sign(relevances) * shrunk.clamp_min(0.0))
-            if not torch.isfinite(loss):
+            if not math.isfinite(loss):
                 finite = False
                 break
-            running += float(loss.detach()) * idx.shape[0]
-            seen += idx.shape[0]
+            running += loss * total
+            seen += total
         model.eval()
-        score = _mean_loss(model, loss_fn, monitor_X, monitor_y, settings.predict_chunk_rows) if finite else math.nan
+        score = monitor() if finite else math.nan
         if not math.isfinite(score):
             restarts += 1
             if restarts > settings.max_divergence_restarts:

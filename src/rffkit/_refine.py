@@ -15,7 +15,10 @@ turn:
   plateau where the kernel is too smooth to resolve a fast-varying component, which
   it then treats as noise; no local move sees past it, and moving one feature alone
   does not help when features act together. So each set of
-  :func:`relevance_groups` is set to a multiple of its largest relevance;
+  :func:`relevance_groups` is set to a multiple of its largest relevance, and so is
+  each set formed once the relevances under a fraction of the largest are set to
+  zero (irrelevant features the search left above the group floor hide the weaker
+  relevant ones from the groups, and their phase noise can cancel the gain);
 * **aligned frequencies** -- the layer's iid spectral draws are mostly wasted on a
   function that varies along few directions; a larger pool is drawn from the same
   density and the frequencies whose ``(cos, sin)`` pair covaries most with the target
@@ -106,17 +109,42 @@ def target_spectrum(X, y, frequencies, *, chunk=4096):
     return torch.cat(cos_sums), torch.cat(sin_sums)
 
 
+def _pruned(relevances, fraction):
+    """``relevances`` with those under ``fraction`` of the largest magnitude set to zero."""
+    magnitude = relevances.abs()
+    return torch.where(magnitude < fraction * magnitude.max(), 0.0, relevances)
+
+
 def _rescaled_layers(layer, settings):
-    """Layers with one group of :func:`relevance_groups` set to a multiple of its largest relevance."""
+    """Layers with one group of :func:`relevance_groups` set to a multiple of its largest relevance.
+
+    With ``settings.rescale_prune_fraction`` the groups are also formed on the
+    relevances with those under that fraction of the largest set to zero, and the
+    candidates keep them at zero: a group that only stands out once the irrelevant
+    features are gone, and that only helps without their phase noise, is tried too
+    (a set already rescaled on the relevances as they are is not tried again).
+    """
     start = layer.relevances.detach()
-    groups = relevance_groups(
-        start.cpu().numpy(), gap=settings.group_gap, floor=settings.group_floor, max_groups=settings.max_groups
-    )
-    for group in groups:
-        for factor in settings.rescale_factors:
-            candidate = start.clone()
-            candidate[group] = factor * start[group].abs().max()
-            yield layer.replace(relevances=candidate)
+    starts = [start]
+    fraction = settings.rescale_prune_fraction
+    if fraction is not None:
+        pruned = _pruned(start, fraction)
+        if not torch.equal(pruned, start):
+            starts.append(pruned)
+    tried = []
+    for relevances in starts:
+        groups = relevance_groups(
+            relevances.cpu().numpy(), gap=settings.group_gap, floor=settings.group_floor,
+            max_groups=settings.max_groups,
+        )
+        for group in groups:
+            if sorted(group) in tried:  # rescaled already, with the small relevances as they were
+                continue
+            tried.append(sorted(group))
+            for factor in settings.rescale_factors:
+                candidate = relevances.clone()
+                candidate[group] = factor * relevances[group].abs().max()
+                yield layer.replace(relevances=candidate)
 
 
 def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
@@ -168,11 +196,10 @@ def _prune(layer, heads, head, loss, settings, screen=None):
     that of ``layer``.
     """
     relevances = layer.relevances.detach()
-    magnitude = relevances.abs()
     best, tried = (layer, head), []
     baseline = None if screen is None else screen(layer)
     for fraction in settings.prune_fractions:
-        candidate = torch.where(magnitude < fraction * magnitude.max(), 0.0, relevances)
+        candidate = _pruned(relevances, fraction)
         if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
             continue
         tried.append(candidate)

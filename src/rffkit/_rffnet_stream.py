@@ -17,17 +17,27 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    random features: the relevance search and the screening of the refinement moves run in
    memory; the heads that confirm the moves (:class:`~rffkit._streamed_heads.StreamedRidgeHeads`) are fitted on
    every training row and judged on every validation row, one pass over the data each
-   (all ranks take part; rank 0's layer is broadcast at each step and at the end).
+   (all ranks take part; rank 0's layer is broadcast at each step and at the end). A
+   paired comparison of two heads streams the validation rows once more and all-reduces
+   three sums (:class:`~rffkit._streamed_heads.PairedLossGain`), whatever the number of rows.
+   The layer is then widened to ``D_head`` features and, when ``align_frequencies``,
+   all of them re-aligned with the target at each of the alignment's scales, screened on
+   the sample at ``D_head`` (:func:`~rffkit._head_layer.head_layer_candidates`): the
+   sample's best and the next rougher layer go to the last pass.
 3. **The head on every row.** Every rank streams its rows through the layer, extended to
    ``D_head >= D_search`` features, and accumulates the ridge statistics
    (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
    rows separately; they are summed over the ranks. The validation error of the ridge head
    at every penalty follows in closed form from the validation statistics
    (:func:`~rffkit._ridge_path.heldout_path`), so ``alpha='auto'`` is chosen there (GCV
-   without a validation split) and the head is solved from the training statistics.
+   without a validation split) and the head is solved from the training statistics. With
+   two candidate layers (when the memory budget holds their four ``D x D`` statistics)
+   both heads are accumulated in the same pass and the one with the lower validation
+   error on every validation row is kept.
 
 The layer's random draws are nested: the first ``k`` frequencies of a draw of ``K`` are a
-draw of ``k``. The head's layer is the kept search layer followed by the frequencies
+draw of ``k``. The plain widening of the head's layer (one of the candidates of
+:func:`~rffkit._head_layer.head_layer_candidates`) is the kept search layer followed by the frequencies
 ``k + 1 ... K`` of the same draw at the same relevances (after the frequency-alignment
 move, the aligned frequencies followed by the tail of the original draw: the kernel is then
 a mixture of the aligned one and the ARD kernel at the aligned layer's relevances, which
@@ -53,16 +63,20 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
+from ._head_layer import head_layer_candidates
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
 from ._search import varpro_n_components
 from ._streamed_heads import StreamedRidgeHeads, _head_from_statistics, _Standardiser, layer_width
 from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
-from ._sufficient import MemoryBudgetError, agree, check_memory_budget, max_components, parse_memory
+from ._sufficient import (
+    MemoryBudgetError, agree, check_memory_budget, max_components, parse_memory, statistics_bytes,
+)
 from ._validation import draw_seeds, resolve_device, standard_scale, torch_generator
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
 from .io import ArraySource, TableSource, check_columns_seen_in_fit
+from .kernels import KERNELS
 from .layers import RFFNetModule
 
 __all__ = [
@@ -103,15 +117,12 @@ def is_stream(X):
 
 
 def fits_streamed(estimator, X):
-    """Whether ``fit`` streams ``X``: a source always, a memory map when the solver is 'varpro'.
+    """Whether ``fit`` streams ``X``: a source or a memory map, whatever the solver.
 
-    A memory map given to the 'adam' solver (or to hidden layers) is read into memory, as
-    before; a source there gets the streamed fit's error.
+    The 'varpro' solver runs :func:`fit_stream`; 'adam' and hidden layers run
+    :func:`rffkit._adam_stream.fit_adam_stream`.
     """
-    if isinstance(X, np.memmap):
-        hidden = np.atleast_1d(np.asarray(estimator.hidden_layer_sizes, dtype=object)).size
-        return estimator.solver != "adam" and not hidden
-    return isinstance(X, (TableSource, ArraySource))
+    return is_stream(X)
 
 
 def _source(estimator, X, y, *, fitting):
@@ -318,16 +329,30 @@ def fit_stream(estimator, X, y):
             problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
                                       validation_fraction=fraction, split_seed=split_seed, generator=generator,
                                       validated=validated, heads=heads)
-            model, history, _ = estimator._solve_varpro(problem, progress)
-            return model.rff.to("cpu"), history
+            model, history, alpha = estimator._solve_varpro(problem, progress)
+            layers = [extended_layer(model.rff, full)]
+            if estimator.align_frequencies and problem.X_val is not None and layers[0].n_components > d_search:
+                progress.stage(f"head layer: {layers[0].n_components} aligned frequencies screened on the sample")
+                layers, _ = head_layer_candidates(
+                    layers[0], problem.X_train, problem.y_train, problem.X_val, problem.y_val, alpha=alpha,
+                    generator=generator, settings=estimator._settings,
+                    sample_frequencies=KERNELS[estimator.kernel].sample_frequencies)
+                layers = layers[:n_candidates]
+            return [layer.to("cpu") for layer in layers], history
 
-        found, history = _on_every_rank(search)
-        layer = extended_layer(found.to(device), full)
+        # two candidate heads in the last pass when the budget holds their four statistics
+        n_candidates = 2 if statistics_bytes(d_head, n_statistics=4, itemsize=STREAM_SETTINGS.feature_itemsize) \
+            <= budget else 1
+        layers, history = _on_every_rank(search)
         first.sample = None  # the sample is no longer needed
 
-        progress.stage(f"last pass: ridge statistics of {layer_width(layer)} features")
-        train, heldout = heads.statistics(layer)
-        alpha, coef, intercept, loss, r2 = _head_from_statistics(train, heldout, alphas)
+        progress.stage(f"last pass: ridge statistics of {len(layers)} x {layer_width(layers[0])} features")
+        statistics = heads.statistics_of([layer.to(device) for layer in layers])
+        fits = [_head_from_statistics(train, heldout, alphas) for train, heldout in statistics]
+        best = int(np.argmin([fit[3] for fit in fits]))  # the lower validation error (or GCV); ties: the first
+        layer, (alpha, coef, intercept, loss, r2) = layers[best].to(device), fits[best]
+        train, heldout = statistics[best]
+        statistics = fits = None  # the other candidate's statistics
 
         model = RFFNetModule(layer, (), 1, torch_generator(torch_seed))
         with torch.no_grad():

@@ -73,6 +73,9 @@ class RFFNetSettings:
     group_gap: float = 1.5
     group_floor: float = 0.1
     max_groups: int = 6
+    #: The groups are also formed, and rescaled, with the relevances under this fraction
+    #: of the largest set to zero (None: only on the relevances as they are).
+    rescale_prune_fraction: float | None = 0.2
     #: Relevance multipliers at which aligned frequencies are selected.
     align_scales: tuple = (1.0, 1.5, 2.0, 3.0)
     #: Candidate frequencies drawn per frequency kept, at most (the pool also shrinks

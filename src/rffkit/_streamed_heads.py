@@ -20,11 +20,11 @@ from ._heads import RidgeHeads, linear_inputs, on_layer
 from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._streaming import numeric_target, validation_mask
-from ._sufficient import RidgeStatistics, accumulate
+from ._sufficient import RidgeStatistics, accumulate, add_rows, all_reduce_statistics
 from ._validation import as_tensor
-from .distributed import all_gather_object, broadcast_object, world
+from .distributed import all_reduce_sum, broadcast_object, world
 
-__all__ = ["StreamedRidgeHeads", "layer_width"]
+__all__ = ["StreamedRidgeHeads", "HeldOutLosses", "PairedLossGain", "layer_width"]
 
 
 def layer_width(layer):
@@ -52,9 +52,9 @@ class StreamedRidgeHeads:
 
     :meth:`fit` streams the source through the layer once (every rank its share, the
     statistics all-reduced) and chooses the penalty by the closed-form held-out path of
-    the validation rows (GCV without them); :meth:`validation_losses` streams the
-    validation rows once more for their squared errors, in row order, gathered from every
-    rank. The refinement moves of :func:`rffkit._refine.refine_layer` are then confirmed on
+    the validation rows (GCV without them); :meth:`validation_losses` gives the head's
+    losses on the validation rows as a :class:`HeldOutLosses`, whose paired differences
+    stream the validation rows once and all-reduce three sums. The refinement moves of :func:`rffkit._refine.refine_layer` are then confirmed on
     every row instead of the sample. Each call is collective: every rank must make it with
     the same layer (rank 0's is broadcast).
     """
@@ -79,6 +79,24 @@ class StreamedRidgeHeads:
     def statistics(self, layer):
         """``(train, heldout)`` ridge statistics of ``layer``'s features (``heldout`` None without validation)."""
         return self._statistics(self._transform(layer), layer_width(layer))
+
+    def statistics_of(self, layers):
+        """``[(train, heldout), ...]``: the statistics of several layers from one pass over the source."""
+        if len(layers) == 1:
+            return [self.statistics(layers[0])]
+        device, fraction = self.standardise.device, self.fraction if self.validated else 0.0
+        pairs = [(RidgeStatistics(layer_width(layer), 1, device=device),
+                  RidgeStatistics(layer_width(layer), 1, device=device) if self.validated else None)
+                 for layer in layers]
+        transforms = [self._transform(layer) for layer in layers]
+        rank, world_size = world()
+        for chunk in self.source.iter_chunks(rank=rank, world_size=world_size):
+            y = self._target(chunk.y)
+            for transform, (train, heldout) in zip(transforms, pairs):
+                add_rows(transform, chunk.X, y, chunk.rows, train, heldout, validation_fraction=fraction, seed=self.seed)
+        for pair in pairs:
+            all_reduce_statistics(*pair)
+        return pairs
 
     def _statistics(self, transform, width):
         device = self.standardise.device
@@ -119,28 +137,108 @@ class StreamedRidgeHeads:
         """The same fitter (the held-out path scores every penalty from one pass)."""
         return self
 
-    @torch.no_grad()
     def validation_losses(self, head, layer):
-        """Squared errors of ``head`` on every validation row, in row order (float64; None without)."""
+        """The losses of ``head`` on every validation row, as :class:`HeldOutLosses` (None without validation).
+
+        Nothing is streamed here: the refinement only ever compares two heads' losses row
+        by row (``kept - new``), and the paired comparison of :class:`PairedLossGain` streams
+        the validation rows once for both heads and all-reduces three sums, whatever the
+        number of rows.
+        """
         if not self.validated:
             return None
         head, layer = broadcast_object((head, layer))
+        return HeldOutLosses(self, head, layer)
+
+    @torch.no_grad()
+    def paired_sums(self, minuend, subtrahend):
+        """``(count, sum d, sum d^2)`` over every validation row of ``d = loss(minuend) - loss(subtrahend)``.
+
+        ``minuend`` and ``subtrahend`` are ``(head, layer)`` pairs. Each rank streams its
+        validation rows through both layers once and sums in float64; the three sums are
+        all-reduced (24 bytes, independent of the number of rows).
+        """
         rank, world_size = world()
-        rows, losses = [], []
+        sums = torch.zeros(3, dtype=torch.float64)
         for chunk in self.source.iter_chunks(rank=rank, world_size=world_size):
             held = validation_mask(chunk.rows, self.fraction, self.seed)
             if not held.any():
                 continue
-            y = torch.as_tensor(self._target(chunk.y[held]), dtype=layer.frequencies.dtype,
-                                device=self.standardise.device)
-            Z = layer(self.standardise.inputs(chunk.X[held]))
-            rows.append(chunk.rows[held])
-            losses.append(head.sample_losses(Z, y).double().cpu().numpy())
-        parts = [(np.concatenate(r), np.concatenate(v)) for r, v in all_gather_object((rows, losses)) if r]
-        every_row, every_loss = np.concatenate([r for r, _ in parts]), np.concatenate([v for _, v in parts])
-        return torch.as_tensor(every_loss[np.argsort(every_row, kind="stable")], device=self.standardise.device)
+            X = self.standardise.inputs(chunk.X[held])
+            target = self._target(chunk.y[held])
+            losses = []
+            for head, layer in (minuend, subtrahend):
+                y = torch.as_tensor(target, dtype=layer.frequencies.dtype, device=self.standardise.device)
+                losses.append(head.sample_losses(layer(X), y).double().cpu())
+            d = losses[0] - losses[1]
+            sums += torch.stack([torch.tensor(float(d.shape[0]), dtype=torch.float64), d.sum(), (d * d).sum()])
+        all_reduce_sum(sums)
+        return tuple(float(value) for value in sums)
 
     install = staticmethod(RidgeHeads.install)
+
+
+class HeldOutLosses:
+    """The per-row validation losses of a head on a layer, left unevaluated.
+
+    What :meth:`StreamedRidgeHeads.validation_losses` returns. The refinement moves
+    (:func:`rffkit._refine._confirm`) and :func:`rffkit._heads.reduce_to_linear` use such
+    losses only through the paired difference of two of them, ``kept - new``, its mean,
+    standard deviation and length; subtracting two of these gives that difference as a
+    :class:`PairedLossGain`, computed by one streamed pass over the validation rows. No
+    rank holds or sends the rows' losses.
+    """
+
+    def __init__(self, heads, head, layer):
+        self.heads, self.pair = heads, (head, layer)
+
+    def __sub__(self, other):
+        if not isinstance(other, HeldOutLosses) or other.heads is not self.heads:
+            raise TypeError("HeldOutLosses: only the losses of another head on the same validation rows can be "
+                            f"subtracted, not {type(other).__name__}.")
+        return PairedLossGain(self, other)
+
+
+class PairedLossGain:
+    """``d = loss(a) - loss(b)`` on every validation row, known by its count, mean and standard deviation.
+
+    Offers what the paired comparisons of the refinement use of a tensor of differences:
+    :meth:`double`, :meth:`mean`, :meth:`std` (with Bessel's correction, as
+    ``torch.Tensor.std``) and ``shape``. The sums ``sum d`` and ``sum d^2`` come from
+    :meth:`StreamedRidgeHeads.paired_sums` on first use; the variance
+    ``(sum d^2 - (sum d)^2 / n) / (n - 1)`` loses precision only when the spread of ``d``
+    is below about 1e-8 of its mean, where the decision does not hang on it.
+    """
+
+    def __init__(self, minuend, subtrahend):
+        self._operands, self._sums = (minuend, subtrahend), None
+
+    def _moments(self):
+        if self._sums is None:
+            a, b = self._operands
+            self._sums = a.heads.paired_sums(a.pair, b.pair)
+        return self._sums
+
+    def double(self):
+        """Itself (the sums are float64 already)."""
+        return self
+
+    @property
+    def shape(self):
+        """``(n,)``: the number of validation rows."""
+        return (int(self._moments()[0]),)
+
+    def mean(self):
+        """Mean of ``d`` (float; nan without rows)."""
+        count, total, _ = self._moments()
+        return total / count if count else math.nan
+
+    def std(self):
+        """Standard deviation of ``d`` with Bessel's correction (float; nan under two rows)."""
+        count, total, squares = self._moments()
+        if count < 2:
+            return math.nan
+        return math.sqrt(max(squares - total * total / count, 0.0) / (count - 1))
 
 
 def _head_from_statistics(train, heldout, alphas):

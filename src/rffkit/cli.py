@@ -23,6 +23,7 @@ import os
 import shlex
 import sys
 import time
+import types
 import warnings
 
 import numpy as np
@@ -84,21 +85,61 @@ def _relevance_lines(relevances, top):
             for rank, (name, share) in enumerate(list(relevances.items())[:top], start=1)]
 
 
-def _read_into_memory(source, estimator, report):
+def _read_into_memory(source, estimator, report, why):
     """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
-    import psutil
+    from ._memory import available_memory
 
     need = source.n_rows * source.n_features * source.dtype.itemsize
-    available = psutil.virtual_memory().available
+    available = available_memory()
     if 2 * need > available:
         raise CommandLineError(
             f"{type(estimator).__name__} fits from memory and the table needs about {_size(need)} "
             f"there ({source.n_rows} rows x {source.n_features} columns), twice that while it is "
             f"read; {_size(available)} is available. Fit a sample of the rows.")
-    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({_size(need)}); "
-                f"{type(estimator).__name__} fits from arrays, not from streamed files")
+    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({_size(need)}); {why}")
     chunks = list(source.iter_chunks())
     return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
+
+
+def _streams(mode, estimator, source, sample, world_size):
+    """Whether ``rffkit fit`` streams the files to the estimator, and why (``--stream``).
+
+    'auto' streams when the estimator fits from a source and either several processes
+    share the work or the in-memory fit would need more than half the available memory
+    (the table twice while it is read, plus the estimate of :mod:`rffkit._memory`): a
+    streamed fit searches RFFNet's relevances on a sample, so on a table that fits in
+    memory the in-memory fit is the better model.
+    """
+    from ._memory import available_memory, estimate_peak_bytes
+
+    name = type(estimator).__name__
+    can = takes_sources(estimator, sample)
+    if not can:
+        if world_size > 1:
+            raise CommandLineError(f"{name} fits in one process only (it does not fit from a data "
+                                   "source); run rffkit fit without torchrun.")
+        if mode == "always":
+            raise CommandLineError(f"--stream always: {name} does not fit from a data source; use "
+                                   "--stream auto, which reads the table into memory for it.")
+        return False, f"{name} fits from arrays, not from streamed files"
+    if world_size > 1:
+        if mode == "never":
+            raise CommandLineError("--stream never reads the table into one process, but under "
+                                   f"torchrun each of the {world_size} processes fits on its share of "
+                                   "the rows; use --stream auto or always.")
+        return True, f"on {world_size} processes"
+    if mode != "auto":
+        return mode == "always", f"--stream {mode}"
+    table = source.n_rows * source.n_features * source.dtype.itemsize
+    shape = types.SimpleNamespace(shape=(source.n_rows, source.n_features), dtype=np.dtype(np.float64))
+    estimate = estimate_peak_bytes(estimator, shape)
+    need = 2 * table + (estimate[0] if estimate else 0)
+    available = available_memory()
+    if 2 * need <= available:
+        return False, (f"the in-memory fit needs about {_size(need)} of the {_size(available)} "
+                       "available (--stream always would read the files chunk by chunk)")
+    return True, (f"the in-memory fit would need about {_size(need)}, more than half of the "
+                  f"{_size(available)} available")
 
 
 def _fit_model(args, source, estimator, scale, world, report):
@@ -108,18 +149,14 @@ def _fit_model(args, source, estimator, scale, world, report):
 
     rank, world_size = world
     first = next(source.iter_chunks(chunk_rows=32))
-    streamed = takes_sources(estimator, (first.X, first.y))
+    streamed, why = _streams(args.stream, estimator, source, (first.X, first.y), world_size)
     name = type(estimator).__name__
-    if world_size > 1 and not streamed:
-        raise CommandLineError(f"{name} fits in one process only (it does not fit from a data "
-                               "source); run rffkit fit without torchrun.")
     steps = [("standardscaler", StandardScaler())] if scale else []
     score = HeldOutScore(report.data["task"])
     split = (args.test_size, args.random_state)
     if streamed:
         train, test = RowSplit(source, *split), RowSplit(source, *split, held_out=True)
-        report.line(f"streamed: {name} reads the training rows from the files chunk by chunk"
-                    + (f" on {world_size} processes" if world_size > 1 else ""))
+        report.line(f"streamed: {name} reads the training rows from the files chunk by chunk ({why})")
         start = time.perf_counter()
         if scale:  # every rank reads all training rows, so all get the same scaler
             for chunk in train.iter_chunks():
@@ -134,7 +171,7 @@ def _fit_model(args, source, estimator, scale, world, report):
         n_test = test.n_rows
         n_train = source.n_rows - n_test
     else:
-        X, y, rows = _read_into_memory(source, estimator, report)
+        X, y, rows = _read_into_memory(source, estimator, report, why)
         held_out = validation_mask(rows, args.test_size, args.random_state)
         n_train, n_test = int((~held_out).sum()), int(held_out.sum())
         if n_train < 2:
@@ -489,8 +526,11 @@ models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge
 hold-out: the rows whose row-number hash (seed --random-state) falls below --test-size are
   held out and scored (R^2 and RMSE, or accuracy and log-loss); the saved model is the one
   fitted on the other rows, and rffkit info shows its held-out score.
-memory: an estimator whose fit takes an rffkit.io source reads the files chunk by chunk;
-  the others get the table in memory (the report says which).
+memory: --stream auto (the default) reads the table into memory when the fit needs less
+  than half the available memory, and otherwise streams the files chunk by chunk to an
+  estimator that fits from an rffkit.io source (rffnet and ridge, classifiers and
+  solver=adam too; not srff); --stream always|never forces the choice. The report says
+  which, and why.
 several processes: torchrun --standalone --nproc_per_node=2 -m rffkit fit ... joins a
   torch.distributed group (gloo on CPU) for estimators that fit from a source; each process
   reads its share of the rows and only rank 0 prints and writes the model.
@@ -522,6 +562,9 @@ def build_parser():
                      help="share of the rows held out for the score (default 0.2; 0: none)")
     fit.add_argument("--random-state", type=int, default=0, metavar="N",
                      help="seed of the hold-out and of the estimator (default 0)")
+    fit.add_argument("--stream", choices=["auto", "always", "never"], default="auto",
+                     help="read the files chunk by chunk instead of into memory (default auto: "
+                          "only when the table would not fit, or under torchrun)")
     fit.add_argument("--output", default="model.rffkit", metavar="MODEL",
                      help="model file to write (default model.rffkit)")
     fit.add_argument("--verbose", action="store_true", help="the estimator's progress (verbose=1)")

@@ -19,15 +19,17 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per_chunk
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
+from ._rffnet_stream import is_stream
 from ._validation import FLOAT32_MAX, check_input, resolve_device, torch_dtype_for
 from .ridge import fitted_features
 
 __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
 
 
-class RFFClassifier(ClassifierMixin, BaseEstimator):
+class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
     """Logistic regression (binary or multinomial) on a random-feature map.
 
     Minimises ``(1/n) sum_i loss(y_i, W^T z(x_i) + b) + (alpha / 2) ||W||_F^2`` by
@@ -66,6 +68,8 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string column names.
+    n_rows_seen_ : int
+        Rows of the last streamed fit (absent after a fit on arrays).
 
     See Also
     --------
@@ -130,19 +134,28 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Fit the feature map, then the penalised logistic model by L-BFGS.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Labels of any type; ``predict`` returns them as given.
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is streamed (split over the ranks of an
+            initialised process group): the feature map is fitted on the first chunk,
+            and every L-BFGS evaluation is one pass over the rows, preconditioned by the
+            Hessian of a sample (:mod:`rffkit._classifier_stream`); ``tol`` then bounds
+            the gradient in the preconditioned coordinates.
+        y : array-like of shape (n_samples,), default=None
+            Labels of any type; ``predict`` returns them as given. None when ``X`` is a
+            source, which carries its own.
 
         Returns
         -------
         self : RFFClassifier
         """
+        if is_stream(X):
+            return fit_rff_classifier_stream(self, X, y)
+        self.__dict__.pop("n_rows_seen_", None)
         X, y = check_input(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], ensure_min_samples=2
         )
@@ -181,8 +194,9 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Inputs.
+        X : array-like or sparse matrix of shape (n_samples, n_features), or a source
+            Inputs; a source or a memory map is read chunk by chunk, every row whatever
+            the rank.
 
         Returns
         -------
@@ -191,19 +205,30 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
             per class; in the dtype of ``X`` (float32 or float64).
         """
         check_is_fitted(self)
+        if is_stream(X):
+            return per_chunk(self, X, self._decision_rows)
         X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
+        return self._decision_rows(X)
+
+    def _decision_rows(self, X):
+        """:meth:`decision_function` of validated rows."""
         Z = self.features_.transform(X)
         Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)
         scores = Z @ self.coef_.T.astype(Z.dtype, copy=False) + self.intercept_.astype(Z.dtype, copy=False)
         return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def _predict_labels(self, X):
+        """:meth:`predict` of validated rows."""
+        scores = self._decision_rows(X)
+        return self.classes_[(scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Inputs.
+        X : array-like or sparse matrix of shape (n_samples, n_features), or a source
+            Inputs; a source or a memory map is read chunk by chunk.
 
         Returns
         -------
@@ -236,8 +261,8 @@ class RFFClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Inputs.
+        X : array-like or sparse matrix of shape (n_samples, n_features), or a source
+            Inputs; a source or a memory map is read chunk by chunk.
 
         Returns
         -------

@@ -25,7 +25,9 @@ from torch import nn
 
 from ._heads import LogisticHeads
 from ._rffnet_base import BaseRFFNet
-from ._rffnet_stream import fit_stream, fits_streamed, is_stream, predict_stream, score_stream
+from ._adam_stream import fit_adam_stream, runs_adam
+from ._classifier_stream import StreamedAccuracy, fit_rffnet_classifier_stream, per_chunk
+from ._rffnet_stream import fit_stream, is_stream, predict_stream, score_stream
 from ._guards import atomic_fit, within_limits
 from ._validation import as_tensor, check_input
 
@@ -118,7 +120,8 @@ _PARAMETERS = """
     learning_rate : float, default=1e-2
         'adam' only: the Adam step size.
     batch_size : int, default=256
-        'adam' only: rows per mini-batch.
+        'adam' only: rows per mini-batch; in a streamed fit over ``R`` ranks, the
+        rows of the global batch (``batch_size / R`` per rank).
     max_iter : int, default=100
         Epochs for 'adam'; most L-BFGS iterations per search stage for 'varpro'.
         Stopping on it while still improving issues a ``ConvergenceWarning``.
@@ -152,7 +155,7 @@ _PARAMETERS = """
         through the ``rffkit`` logger (to standard error when no logging is
         configured).
     memory_budget : int, str or None, default=None
-        Streamed fits of the regressor only (``X`` a source or a memory map): bytes
+        Streamed 'varpro' fits only (``X`` a source or a memory map): bytes
         (or a string such as '2GB') that the relevance search on the sample and the
         ``D x D`` statistics of the head may each use. With ``n_components=None`` the
         head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 4,000)
@@ -276,11 +279,11 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         ----------
         X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
             Training inputs (standardised internally). A source or a memory map is
-            streamed (split over the ranks of an initialised process group): the
-            relevances are searched on a hashed sample of the rows and the head is
-            fitted on every row from its ridge statistics (:mod:`rffkit._rffnet_stream`;
-            'varpro' solver only: 'adam' reads a memory map into memory and refuses a
-            source).
+            streamed (split over the ranks of an initialised process group): 'varpro'
+            searches the relevances on a hashed sample of the rows and fits the head on
+            every row from its ridge statistics (:mod:`rffkit._rffnet_stream`); 'adam'
+            reads mini-batches from the source every epoch, summing the gradients over
+            the ranks (:mod:`rffkit._adam_stream`).
         y : array-like of shape (n_samples,), default=None
             Targets; None when ``X`` is a source, which carries its own.
 
@@ -289,8 +292,8 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         self : RFFNetRegressor
             The fitted estimator; an error during the fit leaves it as it was.
         """
-        if fits_streamed(self, X):
-            return fit_stream(self, X, y)
+        if is_stream(X):
+            return fit_adam_stream(self, X, y) if runs_adam(self) else fit_stream(self, X, y)
         X, y = check_input(self, X, y, dtype=np.float64, y_numeric=True)
         self.__dict__.pop("n_rows_seen_", None)
         return self._fit(X, y)
@@ -340,7 +343,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         return super().score(X, y, sample_weight=sample_weight)
 
 
-class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
+class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
     __doc__ = (
         """RFFNet for classification (cross-entropy), binary or multiclass.
 
@@ -430,23 +433,29 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Learn the relevances and the classifier.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels of any type; at least two classes.
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is streamed (split over the ranks of an initialised
+            process group): 'varpro' searches the relevances on a hashed sample of the
+            rows and fits the logistic head on every row by L-BFGS, one pass per
+            evaluation (:mod:`rffkit._classifier_stream`); 'adam' reads mini-batches from
+            the source every epoch (:mod:`rffkit._adam_stream`).
+        y : array-like of shape (n_samples,), default=None
+            Class labels of any type; at least two classes. None when ``X`` is a source,
+            which carries its own.
 
         Returns
         -------
         self : RFFNetClassifier
         """
-        if fits_streamed(self, X) and not isinstance(X, np.memmap):
-            raise TypeError(f"{type(self).__name__} fits from arrays (or a memory map), not from a streamed "
-                            f"{type(X).__name__}; RFFNetRegressor and RFFRidge fit from sources.")
+        if is_stream(X):
+            return fit_adam_stream(self, X, y) if runs_adam(self) else fit_rffnet_classifier_stream(self, X, y)
         X, y = check_input(self, X, y, dtype=np.float64)
+        self.__dict__.pop("n_rows_seen_", None)
         return self._fit(X, y)
 
     @within_limits
@@ -455,7 +464,8 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
         -------
@@ -463,7 +473,11 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
             The logits; for two classes the difference of the second and the first.
         """
         check_is_fitted(self)
-        X = check_input(self, X, dtype=np.float64, reset=False)
+        if is_stream(X):
+            return per_chunk(self, X, self._decision_rows)
+        return self._decision_rows(check_input(self, X, dtype=np.float64, reset=False))
+
+    def _decision_rows(self, X):
         logits = self._forward(X)
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
@@ -473,7 +487,8 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
         -------
@@ -481,7 +496,11 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
             Columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        X = check_input(self, X, dtype=np.float64, reset=False)
+        if is_stream(X):
+            return per_chunk(self, X, self._proba_rows)
+        return self._proba_rows(check_input(self, X, dtype=np.float64, reset=False))
+
+    def _proba_rows(self, X):
         logits = self._forward(X)
         logits -= logits.max(axis=1, keepdims=True)
         proba = np.exp(logits)
@@ -493,11 +512,18 @@ class RFFNetClassifier(ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
         """
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        check_is_fitted(self)
+        if is_stream(X):
+            return per_chunk(self, X, self._predict_labels)
+        return self._predict_labels(check_input(self, X, dtype=np.float64, reset=False))
+
+    def _predict_labels(self, X):
+        """Labels for validated raw float64 rows."""
+        return self.classes_[np.argmax(self._forward(X), axis=1)]

@@ -1,0 +1,78 @@
+"""The layer of a streamed RFFNet's head: the searched layer widened to the head's features.
+
+A streamed fit (:mod:`rffkit._rffnet_stream`) searches its relevances on a sample with
+``D_search`` features and fits its head on every row with ``D_head >= D_search``. The
+plain widening, :func:`~rffkit._rffnet_stream.extended_layer`, appends the next
+frequencies of the same random draw. With many rows the head's error is that of its
+function class (the variance of a ridge fit of ``D_head`` weights on 10^5-10^6 rows is
+small), so which ``D_head`` frequencies it holds, and at what scale, matters more than
+for the search: the frequency-alignment move of :mod:`rffkit._refine` (Cristianini et
+al., 2002; Sinha & Duchi, 2016), run again for all ``D_head`` frequencies, picks from a
+larger draw those that covary most with the target, at the relevances times each of
+``settings.align_scales`` (rougher kernels need the aligned frequencies to pay off: more
+relevance without alignment raises the error).
+
+:func:`head_layer_candidates` screens the plain widening and the aligned ones by ridge
+fits with ``D_head`` features on the sample's training rows (the penalty walked from the
+search head's), scored on its validation rows; an aligned layer wins only if it beats the
+plain one by ``settings.margin`` (relative). The sample's validation error favours
+smoother kernels than every row would (a head on 20,000 rows has more variance than one
+on 10^6, and the rougher kernel's gain is in its bias), so the winner and the next rougher
+candidate go to the last pass, which fits both heads on every row at once and keeps the one
+with the lower error on every validation row (:mod:`rffkit._rffnet_stream`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._refine import _aligned_layers
+from ._ridge import fit_ridge_head
+
+__all__ = ["head_layer_candidates"]
+
+
+@torch.no_grad()
+def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample_frequencies, settings):
+    """``(layers, scores)``: the sample's best widening of ``layer`` and the next rougher one.
+
+    Parameters
+    ----------
+    layer : ARDRandomFourierFeatures
+        The searched layer widened to the head's features (its frequencies and relevances
+        are the candidates' starting point).
+    X, y, X_val, y_val : Tensor
+        The sample's standardised training and validation rows and targets, shape (n, 1).
+    alpha : float
+        The search head's penalty: each candidate's ridge penalty is walked from it along
+        ``settings.alpha_grid`` (:func:`~rffkit._ridge.walk_ridge_alpha`, a few Cholesky
+        solves instead of an eigendecomposition of ``D_head x D_head``).
+    generator : torch.Generator
+        Seeds the larger draws of the alignment.
+    sample_frequencies : callable
+        The kernel's spectral sampler, ``sample_frequencies(rng, n_features, n)``.
+    settings : RFFNetSettings
+        ``align_scales``, ``align_pool``, ``align_flop_budget``, ``alpha_grid`` and ``margin``.
+
+    Returns
+    -------
+    layers : list of ARDRandomFourierFeatures
+        The best on the sample (``layer`` itself unless an aligned layer beats it by the
+        margin) and, unless it is the roughest, the candidate after it in the order
+        ``layer``, aligned at ``settings.align_scales`` (increasing).
+    scores : list of (str, float)
+        Each candidate's name and validation mean squared error (the plain widening first).
+    """
+    candidates = [("plain", layer)]
+    candidates += [(f"aligned x{scale:g}", aligned) for scale, aligned in
+                   zip(settings.align_scales, _aligned_layers(layer, X, y, sample_frequencies, generator, settings))]
+    scores = []
+    for name, candidate in candidates:
+        head = fit_ridge_head(candidate(X), y, candidate(X_val), y_val, "auto", settings.alpha_grid, start=alpha)
+        scores.append((name, head.score if math.isfinite(head.score) else math.inf))
+    best = min(range(1, len(candidates)), key=lambda k: scores[k][1], default=0)
+    if not scores[best][1] < scores[0][1] * (1.0 - settings.margin):
+        best = 0
+    return [candidate for _, candidate in candidates[best:best + 2]], scores
