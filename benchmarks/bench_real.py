@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from _common import ROOT, code_version, git_commit, write_csv_atomically
+from _common import ROOT, code_version, git_commit, load_notes, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_NOISE = 10
@@ -60,7 +60,7 @@ LABELS = {
 }
 FIELDS = [
     "dataset", "method", "seed", "task", "n_train", "n_test", "n_columns", "n_inputs", "score", "r2", "auc",
-    "log_loss", "brier", "accuracy", "fit_s", "noise_best_rank", "noise_below_median", "noise_max_share",
+    "log_loss", "brier", "accuracy", "fit_s", "cpu_s", "noise_best_rank", "noise_below_median", "noise_max_share",
     "real_median_share", "top_columns", "warnings", "threads", "load_average", "max_rows", "commit", "finished",
 ]
 KEY = ("dataset", "method", "seed")
@@ -266,12 +266,12 @@ def run_one(name, method, seed, data):
     model = make_model(method, task, categorical, numeric, seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model.fit(X_train, y_train)
-        fit_s = time.perf_counter() - start
+        fit_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     row = {"dataset": name, "method": method, "seed": seed, "task": task, "n_train": len(y_train),
            "n_test": len(y_test), "n_columns": X.shape[1], "n_inputs": model[0].transform(X_test[:1]).shape[1],
-           "fit_s": fit_s, "warnings": " ".join(sorted({w.category.__name__ for w in caught}))}
+           "fit_s": fit_s, "cpu_s": cpu_s, "warnings": " ".join(sorted({w.category.__name__ for w in caught}))}
     if task == "regression":
         row["score"] = row["r2"] = r2_score(y_test, model.predict(X_test))
     else:
@@ -309,6 +309,11 @@ def paths(quick):
     return RESULTS / f"{stem}.csv", RESULTS / f"{stem}.md"
 
 
+def notes_path(quick):
+    """The hand-written notes on a results file (``--note``), kept under its targets table."""
+    return RESULTS / f"{'real_quick' if quick else 'real'}.notes.json"
+
+
 def read_rows(path):
     """The rows of a results CSV, numbers parsed; [] when it does not exist."""
     if not path.exists():
@@ -320,7 +325,7 @@ def read_rows(path):
             if key in ("seed", "n_train", "n_test", "n_columns", "n_inputs", "noise_best_rank", "max_rows",
                        "threads") and value:
                 row[key] = int(value)
-            elif key in ("score", "r2", "auc", "log_loss", "brier", "accuracy", "fit_s", "noise_max_share",
+            elif key in ("score", "r2", "auc", "log_loss", "brier", "accuracy", "fit_s", "cpu_s", "noise_max_share",
                          "real_median_share") and value:
                 row[key] = float(value)
             elif key == "noise_below_median" and value:
@@ -376,7 +381,7 @@ def results_table(rows, task):
     metric = ["AUC", "log-loss", "Brier", "accuracy"] if classification else ["R^2"]
     keys = ["auc", "log_loss", "brier", "accuracy"] if classification else ["r2"]
     header = (["data set", "n_train x inputs", "method"] + metric
-              + ["fit s", "fit / HGB fit", "noise: best rank", "noise < median real", "seeds", "top-3 columns (seed 0)"])
+              + ["fit s", "CPU s", "fit / HGB fit", "noise: best rank", "noise < median real", "seeds", "top-3 columns (seed 0)"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for dataset in [name for name, spec in DATASETS.items() if spec.task == task]:
         for method in METHODS:
@@ -387,7 +392,8 @@ def results_table(rows, task):
             shape = f"{selected[0]['n_train']:,} x {selected[0]['n_inputs']}"
             lines.append("| " + " | ".join(
                 [dataset, shape, LABELS[task][method]] + [_cell(selected, key) for key in keys]
-                + [_cell(selected, "fit_s", 2), f"{_ratio(rows, dataset, method):.1f}x", best, below,
+                + [_cell(selected, "fit_s", 2), _cell(selected, "cpu_s", 2), f"{_ratio(rows, dataset, method):.1f}x",
+                   best, below,
                    str(len(selected)), ", ".join(selected[0].get("top_columns", "").split(", ")[:3]) or "–"]) + " |")
     return "\n".join(lines)
 
@@ -449,7 +455,7 @@ def targets_table(rows):
     return "\n".join(lines), missed
 
 
-def markdown(rows, quick):
+def markdown(rows, quick, notes=()):
     outcome = versus_hgb(rows)
     versus = ["| task | data sets | RFFNet wins | ties (within 0.01) | losses | RFFNet - HGB per data set |",
               "|---|---|---|---|---|---|"]
@@ -484,7 +490,8 @@ one-hot encoded (`n_train x inputs`: the columns the model sees). Machine: {plat
 CPU cores shared with other jobs; every method ran on {threads} thread(s) (BLAS, OpenMP and torch; on this
 loaded machine HGB's default 2 OpenMP threads fitted 10x slower than 1); load average
 (1 min) when fits ended: {min(one_minute, default=float('nan')):.1f} to {max(one_minute, default=float('nan')):.1f},
-so times carry noise; `fit / HGB fit` compares fits of the same seed and data. Fit time covers the whole pipeline.
+so times carry noise; `fit / HGB fit` compares wall-clock fits of the same seed and data. Fit time covers the
+whole pipeline; `CPU s` is the user + system time of the fitting process (– where a row predates that column).
 Noise ranks: RFFNet by its relevances summed per table column (`grouped_importances`), HGB by permutation
 importance on the test split (5 repeats; R^2 or log-loss); `best rank`: 1 + the number of real columns
 above the strongest noise column, over all seeds (1 = a noise column came first); `noise < median real`:
@@ -503,7 +510,7 @@ The speed target is judged on the flights table (issue: 50,000 x 20), and only w
 {0.75 * FULL_ROWS:,.0f} training rows (a full run); other ratios are shown for reference.
 
 {targets}
-
+{"" if not notes else chr(10) + "Notes:" + chr(10) + chr(10) + chr(10).join(f"- {note}" for note in notes) + chr(10)}
 ## Results: regression (test R^2)
 
 {results_table(rows, 'regression')}
@@ -515,9 +522,9 @@ The speed target is judged on the flights table (issue: 50,000 x 20), and only w
     return text
 
 
-def write_markdown(rows, quick):
+def write_markdown(rows, quick, notes=()):
     _, md_path = paths(quick)
-    text = markdown(rows, quick)
+    text = markdown(rows, quick, notes)
     temporary = md_path.with_name(md_path.name + ".tmp")
     temporary.write_text(text)
     os.replace(temporary, md_path)
@@ -565,13 +572,16 @@ def main(argv=None):
                         help="threads of every method (BLAS, OpenMP, torch; default 1: on a shared machine "
                              "OpenMP's 2 threads ran HGB 10x slower than 1)")
     parser.add_argument("--markdown-only", action="store_true", help="rebuild the markdown from the CSV")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a note kept under the targets table (repeatable; kept in real.notes.json)")
     args = parser.parse_args(argv)
     csv_path, md_path = paths(args.quick)
     rows = read_rows(csv_path)
+    notes = load_notes(notes_path(args.quick), args.note)
     if args.markdown_only:
         if not rows:
             raise SystemExit(f"bench_real: {csv_path} is missing or empty; run the benchmark first.")
-        print(write_markdown(rows, args.quick))
+        print(write_markdown(rows, args.quick, notes))
         return
     from tqdm.auto import tqdm
 
@@ -591,10 +601,10 @@ def main(argv=None):
                        commit=commit, finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
             rows = merge(rows, row)
             write_csv_atomically(csv_path, FIELDS, rows)
-            write_markdown(rows, args.quick)
+            write_markdown(rows, args.quick, notes)
             progress.write(f"{name:14s} {method:7s} seed={seed} score={row['score']:.4f} fit={row['fit_s']:.2f}s "
                            f"noise_rank={row.get('noise_best_rank', '-')} load={row['load_average']}")
-    print(write_markdown(rows, args.quick))
+    print(write_markdown(rows, args.quick, notes))
     print(f"bench_real: {len(runs)} fits in {time.perf_counter() - start:.0f} s; {csv_path} and {md_path} written")
 
 

@@ -1,12 +1,14 @@
-"""RFFNet's linear-only heads (rffkit._heads.fit_linear) and the reduction to them (reduce_to_linear)."""
+"""RFFNet's linear-only heads (rffkit._heads.fit_linear), the reduction to them (reduce_to_linear) and its judge
+(rffkit._kernel_or_linear)."""
 
 import numpy as np
 import pytest
 import torch
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from rffkit import RFFNetClassifier
+from rffkit import RFFNetClassifier, RFFNetRegressor
 from rffkit._heads import LogisticHeads, RidgeHeads, reduce_to_linear
+from rffkit._kernel_or_linear import folds_of, judge_by_cross_validation
 from rffkit.layers import ARDRandomFourierFeatures
 
 
@@ -98,9 +100,72 @@ def test_classifier_reduces_to_logistic_regression_on_linear_data_and_still_rank
     model = RFFNetClassifier(random_state=0).fit(X, y)
     layer, weight = model.model_.rff, model.model_.first_linear.weight
     assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0)
-    reference = LogisticRegression().fit(X, y)
-    # relevances: the coefficients of the standardised inputs (ours: the training split, its own penalty)
     assert np.argsort(-model.feature_importances_)[0] == 0 and np.argsort(-model.feature_importances_)[1] == 1
-    np.testing.assert_allclose(model.relevances_[:2] / model.relevances_[0],
-                               np.abs(reference.coef_[0, :2]) / abs(reference.coef_[0, 0]), atol=0.1)
-    assert np.abs(model.predict_proba(X)[:, 1] - reference.predict_proba(X)[:, 1]).max() < 0.1
+    # 500 rows: judged by cross-validation, then logistic regression on all rows at the penalty chosen on them,
+    # on the standardised inputs of non-zero relevance, whose weights' magnitudes are the relevances
+    kept = np.flatnonzero(model.relevances_)
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    reference = LogisticRegression(C=1.0 / (2.0 * model.alpha_ * 500), tol=1e-10, max_iter=10_000)
+    reference.fit(Xs[:, kept], y)
+    np.testing.assert_allclose(model.relevances_[kept], np.abs(reference.coef_[0]), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], reference.predict_proba(Xs[:, kept])[:, 1], atol=1e-4)
+
+
+def test_reduce_to_linear_follows_the_given_verdict_and_fits_the_linear_model_with_linear_heads():
+    rng = np.random.default_rng(4)
+    X = torch.as_tensor(rng.normal(size=(200, 3)))
+    y = X[:, :1] - 0.5 * X[:, 1:2] + 0.2 * torch.as_tensor(rng.normal(size=(200, 1)))
+    layer = _layer(3, [1.0, 0.5, 0.2])
+    heads = RidgeHeads(X[:150], y[:150], X[150:], y[150:], alpha=1e-2, alphas=(1e-2,))
+    head = heads.fit(layer)
+    all_rows = RidgeHeads(X, y, None, None, alpha=1e-2, alphas=(1e-2,))
+    assert reduce_to_linear(heads, layer, head, kernel_wins=True, linear_heads=all_rows) == (layer, head, False)
+    # the verdict decides even where the validation split would keep the kernel
+    new_layer, new_head, reduced = reduce_to_linear(heads, layer, head, kernel_wins=False, linear_heads=all_rows)
+    assert reduced and torch.all(new_head.coef[: layer.n_components] == 0)
+    reference = Ridge(alpha=200 * 1e-2).fit(X.numpy(), y[:, 0].numpy())  # on all 200 rows
+    np.testing.assert_allclose(new_head.predict(new_layer(X))[:, 0].detach().numpy(), reference.predict(X.numpy()), atol=1e-6)
+
+
+def _fold_reference_losses(X, y, folds, alpha):
+    """Held-out mean squared error of scikit-learn's Ridge on each fold's standardised inputs."""
+    losses = []
+    for train, test in folds:
+        mean, scale = X[train].mean(axis=0), X[train].std(axis=0)
+        model = Ridge(alpha=len(train) * alpha).fit((X[train] - mean) / scale, y[train])
+        losses.append(np.mean((model.predict((X[test] - mean) / scale) - y[test]) ** 2))
+    return np.array(losses)
+
+
+@pytest.mark.parametrize("kind", ["linear", "sine"])
+def test_cross_validation_judges_the_kernel_and_the_linear_fits_on_held_out_rows(kind):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(240, 3))
+    signal = X[:, 0] - 0.5 * X[:, 1] if kind == "linear" else np.sin(3.0 * X[:, 0])
+    y = signal + 0.3 * rng.normal(size=240)
+    y = (y - y.mean()) / y.std()
+    estimator = RFFNetRegressor(random_state=0, prune_relevances=False, n_components=60, alpha=1e-3)
+    folds = folds_of(torch.zeros(240, 1), 4, seed=0)
+    assert sorted(np.concatenate([test for _, test in folds]).tolist()) == list(range(240))
+    make_heads = lambda X, y: RidgeHeads(X, y, None, None, alpha=1e-2, alphas=(1e-2,))  # noqa: E731
+    kernel, linear = judge_by_cross_validation(estimator, torch.as_tensor(X), torch.as_tensor(y[:, None]), make_heads,
+                                               folds, seed=1)
+    # the linear model of every fold is ridge on that fold's standardised training rows, scored on its held-out rows
+    np.testing.assert_allclose(linear.numpy(), _fold_reference_losses(X, y, folds, 1e-2), rtol=1e-6, atol=1e-9)
+    assert torch.all(kernel >= 0) and kernel.shape == (4,)
+    assert bool(torch.all(kernel < linear)) == (kind == "sine") and bool(torch.all(kernel > linear)) == (kind == "linear")
+
+
+def test_small_regression_reduces_to_ridge_on_all_rows_when_the_kernel_does_not_beat_it_in_cross_validation():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 4))
+    y = 3.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(size=200)
+    model = RFFNetRegressor(random_state=0, prune_relevances=False, n_components=60).fit(X, y)
+    layer, weight = model.model_.rff, model.model_.first_linear.weight
+    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0)
+    # ridge on every row (training and validation), at the penalty it chose, in the target's standard units
+    Xs, ys = (X - X.mean(axis=0)) / X.std(axis=0), (y - y.mean()) / y.std()
+    reference = Ridge(alpha=200 * model.alpha_).fit(Xs, ys)
+    # (the fit's inputs are float32)
+    np.testing.assert_allclose(model.predict(X), reference.predict(Xs) * y.std() + y.mean(), rtol=1e-5, atol=1e-5)
+    assert list(np.argsort(-model.feature_importances_)[:2]) == [0, 1]

@@ -19,8 +19,10 @@ losses beat the kept head's. A head fitter bundles what that needs for one kind 
   with zeros on the random features.
 
 :func:`reduce_to_linear` keeps the kernel model only if it beats that linear-only head
-on the validation split, so a data set without non-linear signal gets the linear (or
-logistic) regression it calls for, while the relevances still rank the features.
+on held-out rows (the validation split, or cross-validation of both fits on small data:
+:mod:`rffkit._kernel_or_linear`), so a data set without non-linear signal gets the
+linear (or logistic) regression it calls for, while the relevances still rank the
+features.
 
 :class:`RidgeHeads` scores by squared error (the regressor, and the classifier's
 surrogate); :class:`LogisticHeads` by log-loss, with the penalty chosen along a
@@ -60,27 +62,33 @@ def on_layer(layer, head, kept, scale):
 
 
 @torch.no_grad()
-def reduce_to_linear(heads, layer, head, *, z=0.0):
-    """``(layer, head, reduced)``: the linear-only model unless the kernel model beats it on validation.
+def reduce_to_linear(heads, layer, head, *, z=0.0, kernel_wins=None, linear_heads=None):
+    """``(layer, head, reduced)``: the linear-only model unless the kernel model beats it.
 
     The linear-only head (:meth:`RidgeHeads.fit_linear`, :meth:`LogisticHeads.fit_linear`)
-    is fitted on ``layer`` with its linear columns added (when it has none); the kernel
-    model ``head`` is kept when its mean per-sample validation loss is lower by more
-    than ``z`` standard errors of the paired differences. The comparison is on the
-    validation split because the kernel's relevances and frequencies were fitted to
-    the training rows, which would favour it; the split also chose the search's
-    iterates, so it still favours the kernel somewhat. The linear-only model is
-    returned with the relevances of its ARD linear kernel: ``||w_j||``, the norms of the
-    weights of the standardised inputs (:func:`_linear_relevances`). Without a
-    validation split, or when every relevance is 0, nothing changes.
+    is fitted on ``layer`` with its linear columns added (when it has none). Whether
+    the kernel model ``head`` is kept is ``kernel_wins`` when given (the verdict of a
+    cross-validation of both fitting procedures, :mod:`rffkit._kernel_or_linear`);
+    otherwise it is kept when its mean per-sample validation loss is lower by more
+    than ``z`` standard errors of the paired differences, a comparison that favours
+    the kernel: the split chose the search's iterates and moves. The linear-only head
+    is fitted by ``linear_heads`` (default ``heads``) and returned with the relevances
+    of its ARD linear kernel: ``||w_j||``, the norms of the weights of the standardised
+    inputs (:func:`_linear_relevances`). Without a verdict or a validation split, or
+    when every relevance is 0, nothing changes.
     """
-    if not heads.validated or not bool((layer.relevances.detach() != 0).any()):
+    if (kernel_wins is None and not heads.validated) or not bool((layer.relevances.detach() != 0).any()):
         return layer, head, False
     linear_layer = layer if layer.has_linear else layer.replace(linear=True)
-    linear_head = heads.fit_linear(linear_layer)
-    gain = (heads.validation_losses(linear_head, linear_layer) - heads.validation_losses(head, layer)).double()
-    if gain.mean() > z * gain.std() / math.sqrt(gain.shape[0]):
+    linear_head = None
+    if kernel_wins is None:
+        linear_head = heads.fit_linear(linear_layer)
+        gain = (heads.validation_losses(linear_head, linear_layer) - heads.validation_losses(head, layer)).double()
+        kernel_wins = bool(gain.mean() > z * gain.std() / math.sqrt(gain.shape[0]))
+    if kernel_wins:
         return layer, head, False
+    if linear_head is None or linear_heads is not None:
+        linear_head = (linear_heads or heads).fit_linear(linear_layer)
     return (*_linear_relevances(linear_layer, linear_head), True)
 
 

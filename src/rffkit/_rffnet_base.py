@@ -10,6 +10,7 @@ the target encoding and the loss (the ``_encode_target`` family of hooks).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import numbers
@@ -24,7 +25,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._adam import fit_alternating_adam
-from ._heads import RidgeHeads, reduce_to_linear
+from ._heads import RidgeHeads
+from ._kernel_or_linear import kernel_or_linear
 from ._progress import FitProgress
 from ._refine import refine_layer
 from ._search import default_n_components, search_relevances, varpro_n_components
@@ -294,9 +296,10 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 prune=self.prune_relevances, settings=settings,
                 progress=lambda move: progress.stage(f"refinement: {move}"),
             )
-        if self.linear_term:
+        if self.linear_term and settings.reduce_linear:
             progress.stage("the linear model")
-            layer, head, _ = reduce_to_linear(full_path, layer, head, z=settings.kernel_over_linear_z)
+            layer, head = kernel_or_linear(self, p, full_path, layer, head,
+                                           lambda X, y: self._all_row_heads(p, X, y, auto_alpha, found.alpha), progress)
         heads = judge
         if p.X_val is None:
             heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate
@@ -313,6 +316,13 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 history.validation_loss.append(final)
                 history.best_validation_loss = final
         return model, history, head.alpha
+
+    def _all_row_heads(self, problem, X, y, auto_alpha, surrogate_alpha):
+        """The model's head fitter on the rows ``(X, y)`` (target tensor), without a validation split."""
+        rows = dataclasses.replace(problem, X_train=X, y_train=y, X_val=None, y_val=None)
+        return self._output_heads(rows, auto_alpha, surrogate_alpha) or RidgeHeads(
+            X, self._surrogate_target(y, problem.n_outputs), None, None,
+            alpha="auto" if auto_alpha else float(self.alpha), alphas=self._settings.alpha_grid)
 
     def _solve_adam(self, problem, progress):
         """Algorithm 1 on the whole network: ``(model, history, alpha)``."""

@@ -100,6 +100,19 @@ class RFFNetSettings:
     #: so it favours the kernel model: a larger margin would also reject it where it
     #: is much the better (digits, Boston).
     kernel_over_linear_z: float = 0.0
+    #: On at most this many rows (training and validation together) the kernel model and
+    #: the linear-only one are compared by ``linear_cv_folds``-fold cross-validation of
+    #: both fits instead of on the validation split, and the linear-only model, when
+    #: chosen, is fitted on all rows (:mod:`rffkit._kernel_or_linear`): the fit then
+    #: costs about ``linear_cv_folds`` times as much.
+    linear_cv_rows: int = 1000
+    linear_cv_folds: int = 5
+    #: There the kernel model is kept only if it loses to the linear-only one on at most
+    #: this many folds (a sign test; a bare majority flipped with rounding on Pima).
+    kernel_fold_losses: int = 1
+    #: False: the model is never reduced to its linear part (the fits inside that
+    #: cross-validation, which must score the kernel model itself).
+    reduce_linear: bool = True
     #: Fractions of the largest relevance under which the pruning move zeroes relevances.
     prune_fractions: tuple = (0.1, 0.2, 0.3)
 

@@ -55,15 +55,18 @@ _PARAMETERS = """
         'varpro' only. After the search, try adding ``w^T (lambda o x)`` to the model
         (an ARD linear kernel with the relevances of the ARD kernel): a stationary
         kernel cannot extrapolate a trend, and on real tables inputs often act
-        (nearly) linearly over a heavy-tailed range. Tried first and kept unless it
-        raises the validation error by more than two standard errors of the paired
-        per-sample differences (without a validation split: the GCV score by more
-        than 1%); a feature of relevance 0 still has no effect. After the
-        refinement moves, with a validation split, the model is compared with the
-        linear-only one (ridge or logistic regression on the standardised inputs of
-        the features of non-zero relevance, its penalty chosen as the head's) and
-        reduces to it, random-feature weights 0, unless it has the lower validation
-        loss; ``relevances_`` still rank the features.
+        (nearly) linearly over a heavy-tailed range. Tried first and kept if it
+        lowers the validation error (without a validation split: the GCV score by
+        more than 1%); a feature of relevance 0 still has no effect. After the refinement moves, with a validation split, the model is
+        compared with the linear-only one (ridge or logistic regression on the
+        standardised inputs of the features of non-zero relevance) and reduces to
+        it, random-feature weights 0, unless it has the lower held-out loss: on at
+        most 1,000 rows both fits are cross-validated on 5 folds of all rows (the
+        relevance search refitted in each, about 5 times the fit's cost), the
+        kernel model is kept only if it wins on 4 of the 5 folds, and the linear-only
+        model is fitted on all rows, its penalty chosen on them (GCV, or 5-fold
+        cross-validation for the logistic head); on more rows both are scored on
+        the validation split. ``relevances_`` still rank the features.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
@@ -350,7 +353,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
     logistic (multinomial) regression on the learned features, its penalty chosen by
     held-out log-loss, so ``predict_proba`` is a fitted probability model rather than
     a squashed score. Where this kernel model does not beat plain (penalised)
-    logistic regression on the validation split, the fitted model is that logistic
+    logistic regression on held-out rows, the fitted model is that logistic
     regression (see ``linear_term``). Labels may be of any type and are returned as
     given.
 """
