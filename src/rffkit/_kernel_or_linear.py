@@ -43,7 +43,7 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ._heads import reduce_to_linear
+from ._heads import linear_inputs, reduce_to_linear
 from ._validation import SEED_BOUND
 
 __all__ = ["folds_of", "judge_by_cross_validation", "kernel_or_linear"]
@@ -107,6 +107,14 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed):
     return kernel, linear
 
 
+def _constant_losses(train, test):
+    """Held-out losses of the model without inputs: the training labels' frequencies, or their mean."""
+    if test.ndim == 1:
+        frequency = (test[:, None] == train[None, :]).double().mean(dim=1)
+        return -torch.log(frequency.clamp_min(1e-15))
+    return ((test[:, 0] - train[:, 0].mean()) ** 2).double()
+
+
 @torch.no_grad()
 def _held_out_losses(model, X, target, train, test, make_heads):
     """The losses on the rows ``test`` of the fold's kernel ``model`` and of its linear-only model."""
@@ -119,6 +127,8 @@ def _held_out_losses(model, X, target, train, test, make_heads):
     # the fold's linear-only model on the features its kernel model kept, in its standardisation
     layer = model.model_.rff
     layer = layer if layer.has_linear else layer.replace(linear=True)
+    if len(linear_inputs(layer)[0]) == 0:  # the fold's model kept no input: its linear model is a constant
+        return kernel, _constant_losses(target[train], target[test])
     Xs = torch.as_tensor(model._standardise(X.numpy()))
     head = make_heads(Xs[train], target[train]).fit_linear(layer)
     return kernel, head.sample_losses(layer(Xs[test]), target[test]).double()
