@@ -18,6 +18,7 @@ import functools
 import numbers
 import pickle
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -35,6 +36,17 @@ from rffkit import (
     RFFRidge,
     SRFFRegressor,
 )
+from rffkit._rffnet_base import BaseRFFNet
+from rffkit._settings import DEFAULT_SETTINGS
+
+
+@pytest.fixture(autouse=True)
+def _without_the_small_data_judge(monkeypatch):
+    """The API checks fit RFFNet without the cross-validated kernel-or-linear choice of small
+    data (five refits of the whole fit, rffkit._kernel_or_linear), which made these checks take
+    most of the default run; tests/test_linear_reduction.py and tests/test_properties.py fit
+    with it."""
+    monkeypatch.setattr(BaseRFFNet, "_settings", replace(DEFAULT_SETTINGS, linear_cv_rows=0))
 
 
 def laplacian_1d(d):
