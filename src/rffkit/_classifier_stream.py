@@ -124,12 +124,9 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
         n_validation += int(np.count_nonzero(held))
     parts = all_gather_object((x_moments, values, counts, samples, n_rows, n_validation))
     merged = LabelPass(RunningMoments(), None, None, 0, 0, None)
-    merged_samples = [BottomKSample(k, seed) for k in sample_rows]
+    merged_samples = _stream.merged_bottom_k([part[3] for part in parts], sample_rows, seed)
     for part in parts:
         merged.x_moments.merge(part[0])
-        for into, sample in zip(merged_samples, part[3]):
-            if sample.n_seen:
-                into.merge(sample)
         merged.n_rows += part[4]
         merged.n_validation += part[5]
     every_value = [v for part in parts for v in part[1]]

@@ -153,6 +153,16 @@ class _FirstPass:
     n_validation: int
 
 
+def merged_bottom_k(per_rank, sample_rows, seed):
+    """The ranks' hashed samples (one list of :class:`BottomKSample` per rank) merged, one per size."""
+    merged = [BottomKSample(k, seed) for k in sample_rows]
+    for samples in per_rank:
+        for into, sample in zip(merged, samples):
+            if sample.n_seen:
+                into.merge(sample)
+    return merged
+
+
 def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
     """Moments of X and y, the sample (``sample_rows`` = (training, validation) rows) and the row counts."""
     rank, world_size = world()
@@ -170,13 +180,11 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
         n_rows += chunk.rows.shape[0]
         n_validation += int(np.count_nonzero(held))
     merged = _FirstPass(RunningMoments(), RunningMoments(), None, 0, 0)
-    merged_samples = [BottomKSample(k, seed) for k in sample_rows]
-    for part in all_gather_object((x_moments, y_moments, samples, n_rows, n_validation)):
+    parts = all_gather_object((x_moments, y_moments, samples, n_rows, n_validation))
+    merged_samples = merged_bottom_k([part[2] for part in parts], sample_rows, seed)
+    for part in parts:
         merged.x_moments.merge(part[0])
         merged.y_moments.merge(part[1])
-        for into, sample in zip(merged_samples, part[2]):
-            if sample.n_seen:
-                into.merge(sample)
         merged.n_rows += part[3]
         merged.n_validation += part[4]
     pieces = [sample.result() for sample in merged_samples if sample.n_seen]
