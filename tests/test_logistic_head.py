@@ -125,3 +125,44 @@ def test_wide_features_are_solved_in_the_dual_spectrum():
     reference = LogisticRegression(C=1.0 / (2e-3 * 50), tol=1e-12, max_iter=10_000).fit(Z.numpy(), labels)
     np.testing.assert_allclose(torch.sigmoid(head.logits(Z)[:, 1]).numpy(), reference.predict_proba(Z.numpy())[:, 1],
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+@pytest.mark.parametrize("alpha", [1e-2, 1e-6])
+def test_newton_reaches_the_lbfgs_optimum(n_classes, alpha):
+    """Damped Newton and L-BFGS minimise the same objective: the same optimum, the gradient at zero.
+
+    alpha = 1e-6 on these well-separated labels is the nearly separable case, where
+    L-BFGS needs hundreds of iterations and Newton a few dozen at most.
+    """
+    from rffkit._logistic_newton import newton_logistic
+
+    Z, labels = _features(n=150, D=40, n_classes=n_classes, seed=3)
+    n_out = 1 if n_classes == 2 else n_classes
+    target = torch.as_tensor(labels, dtype=torch.float64 if n_classes == 2 else torch.long)
+    start = torch.zeros(Z.shape[1], n_out, dtype=torch.float64), torch.zeros(n_out, dtype=torch.float64)
+    W, b, n_iter, gradient = newton_logistic(Z, target, alpha, weights=start[0], bias=start[1], tol=1e-10)
+    W_ref, b_ref, _, _ = minimise_logistic(Z, target, 2.0 * alpha, weights=start[0], bias=start[1], tol=1e-10,
+                                           max_iter=20_000)
+    assert gradient < 1e-10 and n_iter < 60
+    value = float(logistic_objective(W, b, Z, target, 2.0 * alpha))
+    reference = float(logistic_objective(W_ref, b_ref, Z, target, 2.0 * alpha))
+    assert value <= reference + 1e-12
+    logits, logits_ref = Z @ W + b, Z @ W_ref + b_ref
+    if n_out > 1:  # the multinomial intercepts are defined up to a common shift: compare differences
+        logits, logits_ref = logits - logits[:, :1], logits_ref - logits_ref[:, :1]
+    # near separability the optimum is flat (curvature ~ alpha): logits of size ~10 agree to 1e-5 relative
+    torch.testing.assert_close(logits, logits_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
+    """Where Newton is the cheaper solver the cross-validated path is that of L-BFGS, to its tolerance."""
+    import rffkit._logistic as logistic
+
+    Z, labels = _features(n=200, D=50, n_classes=3, seed=5)
+    newton = logistic_head_path(Z, labels, 3, None, None, ALPHAS, n_folds=5, tol=1e-8, max_iter=5000)
+    monkeypatch.setattr(logistic, "newton_is_cheaper", lambda *args, **kwargs: False)
+    lbfgs = logistic_head_path(Z, labels, 3, None, None, ALPHAS, n_folds=5, tol=1e-8, max_iter=5000)
+    assert newton.alpha == lbfgs.alpha
+    assert newton.score == pytest.approx(lbfgs.score, rel=1e-5)
+    torch.testing.assert_close(torch.softmax(newton.logits(Z), 1), torch.softmax(lbfgs.logits(Z), 1), rtol=0, atol=1e-5)

@@ -36,7 +36,7 @@ from ._validation import deferred_warnings
 from .config import get_config
 from .exceptions import InsufficientMemoryError
 
-__all__ = ["atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores"]
+__all__ = ["atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores", "blas_threads"]
 
 #: Seconds a measurement of the machine's load stays valid, and the look it takes.
 _LOAD_TTL = 5.0
@@ -94,7 +94,7 @@ def auto_threads(ceiling):
     return max(1, min(ceiling, free))
 
 
-def _blas():
+def blas_threads():
     """One threadpoolctl controller over the BLAS libraries loaded (NumPy's, SciPy's)."""
     global _blas_controller
     if _blas_controller is None:
@@ -120,7 +120,7 @@ def limited_threads():
     try:
         if n_threads != previous:
             torch.set_num_threads(n_threads)
-        with _blas().limit(limits=n_threads, user_api="blas"):
+        with blas_threads().limit(limits=n_threads, user_api="blas"):
             yield
     finally:
         _state.depth = 0

@@ -23,8 +23,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 import torch
+
+from ._guards import blas_threads
+from ._logistic_newton import newton_is_cheaper, newton_logistic
 
 __all__ = [
     "logistic_objective",
@@ -168,7 +170,7 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
     # SciPy's L-BFGS-B works on vectors of D x K numbers, where BLAS threads gain nothing; on
     # more than one thread they and torch's OpenMP threads, called in turn every evaluation,
     # wait on each other (a 600 x 540, 3-class fit on 2 threads: 137 s, 20 s with this limit)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads().limit(limits=1, user_api="blas"):
         result = minimize(objective, initial, jac=True, method="L-BFGS-B",
                           options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,
                                    "maxcor": history_size})
@@ -332,8 +334,10 @@ class _PrincipalProblem:
     """A logistic problem in the principal coordinates ``G = Zc V`` of a :class:`LogisticSpectrum`.
 
     :meth:`solve` fits the rows ``rows`` (None: all) at one penalty, warm-started from
-    ``(theta, bias)``, preconditioned and restricted to the directions the penalty does
-    not shrink to nothing (see :func:`logistic_head_path`).
+    ``(theta, bias)``, restricted to the directions the penalty does not shrink to
+    nothing (see :func:`logistic_head_path`), by Newton's method where its cost model
+    says it is the cheaper (:mod:`rffkit._logistic_newton`: few rows and coordinates),
+    by preconditioned L-BFGS otherwise.
     """
 
     def __init__(self, Z, labels, n_classes, spectrum, *, max_iter, tol, relative_floor):
@@ -361,10 +365,16 @@ class _PrincipalProblem:
         contiguous = active.numel() > 0 and int(active[-1] - active[0]) + 1 == active.numel()
         # the eigenvalues ascend, so the active directions are the last columns: a view, not an n x r copy
         G = G[:, int(active[0]):int(active[-1]) + 1] if contiguous else G[:, active]
-        solved, bias, n_iter, gradient = minimise_logistic(
-            G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
-            tol=self.tol, preconditioner=(None, scales),
-        )
+        if newton_is_cheaper(G.shape[0], G.shape[1], self.n_out):
+            solved, bias, n_iter, gradient = newton_logistic(
+                G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
+                tol=self.tol,
+            )
+        else:
+            solved, bias, n_iter, gradient = minimise_logistic(
+                G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
+                tol=self.tol, preconditioner=(None, scales),
+            )
         theta = torch.zeros_like(theta)
         theta[active] = solved
         return theta, bias, bool(n_iter < self.max_iter or gradient <= self.tol), n_iter

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
 
+from ._guards import blas_threads
 from ._logistic import _as_target, _sample_losses, objective_and_gradient
 from ._streaming import validation_mask
 from ._sufficient import block_rows_for
@@ -241,7 +241,7 @@ class StreamedLogistic:
 
         initial = torch.cat([theta0.reshape(-1), centred_bias0]).cpu().numpy()
         bounds = None if fit_intercept else [(None, None)] * (D * K) + [(0.0, 0.0)] * K
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads().limit(limits=1, user_api="blas"):
             result = minimize(objective, initial, jac=True, method="L-BFGS-B", bounds=bounds,
                               options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,
                                        "maxcor": history_size})

@@ -286,7 +286,10 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         judge = p.heads or (self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
         judge = judge or surrogate
         layer, head = p.layer, found.head if judge is surrogate else judge.fit(p.layer)
-        full_path, judge = judge, judge.around(head.alpha)
+        # a costly (logistic) path confirms the moves at the penalty chosen for the searched
+        # layer, and chooses it again, near there, once for the layer they keep
+        full_path = judge
+        judge = judge.around(head.alpha, factor=1.0) if judge.costly else judge.around(head.alpha)
         if self.linear_term or self.rescale_groups or self.align_frequencies or self.prune_relevances:
             layer, head = refine_layer(
                 p.layer, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
@@ -296,6 +299,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 prune=self.prune_relevances, settings=settings,
                 progress=lambda move: progress.stage(f"refinement: {move}"),
             )
+            if full_path.costly and layer is not p.layer:
+                head = full_path.around(head.alpha).fit(layer)
         if self.linear_term and settings.reduce_linear:
             progress.stage("the linear model")
             layer, head = kernel_or_linear(self, p, full_path, layer, head,
