@@ -188,7 +188,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             )
         if head is not None and not getattr(head, "converged", True):
             warnings.warn(
-                f"{name}: the L-BFGS fit of the logistic head at alpha={head.alpha:g} stopped after "
+                f"{name}: the fit of the logistic head at alpha={head.alpha:g} stopped after "
                 f"{head.n_iter} iterations without meeting its tolerance (nearly separable classes); "
                 "a larger alpha helps.",
                 ConvergenceWarning,

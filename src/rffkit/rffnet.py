@@ -112,8 +112,9 @@ _PARAMETERS = """
         over coarse-to-fine subsamples, then fits the head on all training rows
         (linear head only). The classifier's search runs on the least-squares
         problem of its one-hot labels (kernel ridge classification); its head is
-        then logistic (multinomial), fitted by preconditioned L-BFGS on the fixed
-        features, and it judges the refinement moves by validation log-loss. 'adam'
+        then logistic (multinomial), fitted on the fixed features by Newton's method
+        (few rows and features) or preconditioned L-BFGS, and it judges the refinement
+        moves by validation log-loss. 'adam'
         is Algorithm 1 of Otto & Izbicki (2022): alternating Adam steps on the head
         and on ``lambda`` over mini-batches. 'auto' picks 'varpro' where it applies,
         else 'adam'.
