@@ -26,7 +26,7 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    plain widening and the sample's best aligned layer go to the last pass.
 3. **The head on every row.** Every rank streams its rows through the layer, extended to
    ``D_head >= D_search`` features, and accumulates the ridge statistics
-   (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
+   (:class:`~rffkit._ridge_statistics.RidgeStatistics`) of its training and of its validation
    rows separately; they are summed over the ranks. The validation error of the ridge head
    at every penalty follows in closed form from the validation statistics
    (:func:`~rffkit._ridge_path.heldout_path`), so ``alpha='auto'`` is chosen there (GCV

@@ -19,10 +19,10 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
+from ._ridge_statistics import RidgeStatistics
 from ._streaming import numeric_target
 from ._sufficient import (
     MemoryBudgetError,
-    RidgeStatistics,
     accumulate,
     add_rows,
     agree,

@@ -234,7 +234,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     the feature map is then fitted on the first chunk (only its width matters to
     random Fourier features with ``sampling`` other than 'leverage'), and one pass
     accumulates ``n``, ``sum z``, ``Z^T Z``, ``Z^T y``, ``sum y`` and ``y^T y`` in float64
-    (:class:`~rffkit._sufficient.RidgeStatistics`; the products of each block of rows in
+    (:class:`~rffkit._ridge_statistics.RidgeStatistics`; the products of each block of rows in
     the block's dtype, so ``open_table(..., dtype=numpy.float32)`` halves the time) from
     which the same path as above follows in its primal form. Memory: the statistics
     (``8 D^2`` bytes), their eigendecomposition (``~4 x 8 D^2``) and one chunk of rows
