@@ -265,9 +265,9 @@ def plot_spectra(path):
     axes[1].plot(delta, delta * np.exp(-delta), "k", label="Gamma(2, 1)")
     axes[1].plot(delta, 2 * np.interp(delta, pitch.frequencies, pitch.density), "C1--", label="numerical")
     axes[1].set_title("Laplacian: binning pitch p(delta)")
-    from rffkit.kernels import _INDUCED_SPECTRUM
+    from rffkit._samplers import INDUCED_SPECTRUM
 
-    induced = _INDUCED_SPECTRUM
+    induced = INDUCED_SPECTRUM
     axes[2].stem(induced.frequencies[:8], induced.probabilities[:8] / 2, basefmt=" ")
     axes[2].stem(-induced.frequencies[:8], induced.probabilities[:8] / 2, basefmt=" ")
     axes[2].set_title("induced: atoms 4 / (pi n)^2 at +-n pi / 2, n odd")

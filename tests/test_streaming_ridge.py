@@ -22,9 +22,9 @@ from sklearn.linear_model import Ridge
 from rffkit import RandomFourierFeatures, RFFRidge
 from rffkit._ridge_path import heldout_path, loo_path, loo_sums, ridge_spectrum
 from rffkit._streaming import validation_mask
+from rffkit._ridge_statistics import RidgeStatistics
 from rffkit._sufficient import (
     MemoryBudgetError,
-    RidgeStatistics,
     max_components,
     parse_memory,
     statistics_bytes,

@@ -45,12 +45,11 @@ from ._heads import LogisticHeads
 from ._logistic import LogisticHead
 from ._logistic_stream import SampleCurvature, StreamedLogistic, streamed_penalty_walk
 from ._progress import FitProgress
-from ._streamed_heads import _Standardiser, layer_width
+from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
-from ._sufficient import MemoryBudgetError, agree, fitted_on_first_chunk, parse_memory
-from ._validation import as_tensor, draw_seeds, resolve_device, standard_scale, torch_generator
-from .distributed import all_gather_object, broadcast_object, world
-from .exceptions import DivergenceError
+from ._sufficient import fitted_on_first_chunk
+from ._validation import as_tensor, resolve_device, torch_generator
+from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
 __all__ = ["class_labels", "encode_labels", "label_pass", "fit_rffnet_classifier_stream",
@@ -146,45 +145,25 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
     return merged
 
 
-def _seen(first, fraction):
-    """``(validated, n_train)`` as the in-memory fit decides them (at least 2 rows on each side)."""
-    n_val = first.n_validation
-    validated = n_val >= 2 and first.n_rows - n_val >= 2
-    n_train = first.n_rows - (n_val if validated else 0)
-    return validated, n_train
-
-
 def fit_rffnet_classifier_stream(estimator, X, y):
     """Fit an RFFNetClassifier ('varpro') on a source; see the module docstring. Returns it."""
     from ._adam_stream import set_fitted, validation_score
 
     owner = type(estimator).__name__
     settings = estimator._settings
-    source = _stream._source(estimator, X, y, fitting=True)
-    device = resolve_device(estimator.device, owner=owner)
-    budget = min(all_gather_object(parse_memory(estimator.memory_budget)))
-    split_seed, layer_seed, torch_seed = broadcast_object(draw_seeds(estimator.random_state, 3))
-    fraction = estimator.validation_fraction if estimator.early_stopping else 0.0
+    source, device, budget, (split_seed, layer_seed, torch_seed), fraction = _stream.fit_setup(estimator, X, y)
     sizes = _stream.STREAM_SETTINGS
     with FitProgress(owner, estimator.verbose) as progress:
         progress.stage("pass 1: labels, moments and sample")
         first = label_pass(source, owner, sample_rows=(sizes.search_rows, sizes.validation_rows),
                            validation_fraction=fraction, seed=split_seed)
-        validated, n_train = _seen(first, fraction)
-        if n_train < 2:
-            raise ValueError(f"{owner}: the source has {first.n_rows} row(s); at least 2 are needed.")
+        validated, n_train = _stream.training_rows(first, owner)
         fraction = fraction if validated else 0.0
         X_sample, y_sample, rows = first.sample
         labels = encode_labels(owner, first.classes, y_sample)
         held = validation_mask(rows, fraction, split_seed)
-        try:
-            d_search, d_head = _stream._sizes(estimator, n_train, source.n_features, int((~held).sum()), budget)
-            error = None
-        except MemoryBudgetError as exc:
-            error = exc
-        agree(error)
-        x_scale = standard_scale(first.x_moments.mean, first.x_moments.std, np.float64)
-        standardise = _Standardiser(first.x_moments.mean, x_scale, 0.0, 1.0, device)
+        d_search, d_head = _stream.agreed_sizes(estimator, n_train, source.n_features, int((~held).sum()), budget)
+        standardise = _stream.standardiser(first, device)
         full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
         n_classes = first.classes.shape[0]
 
@@ -224,14 +203,10 @@ def fit_rffnet_classifier_stream(estimator, X, y):
         head = LogisticHead(alpha, W, b, loss, info["converged"], info["n_iter"])
         model = RFFNetModule(layer, (), n_classes, torch_generator(torch_seed))
         LogisticHeads.install(model, head)
-        model.eval()
-        if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
-            raise DivergenceError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
+        _stream.finished_model(model, owner)
         # the search's own stop on max_iter was reported by the search on the sample
         estimator._warn_if_not_converged(dataclasses.replace(history, stopped_on_max_iter=False), "varpro", head)
-        if validated:  # the sample's last entry becomes the model's log-loss on every validation row
-            history.validation_loss[-1:] = [loss]
-        history.best_validation_loss = loss
+        _stream.record_final_loss(history, loss, validated)  # its log-loss on every validation row
         set_fitted(estimator, source, standardise, first.classes, model, history, alpha, solver="varpro")
         estimator.best_validation_score_ = (
             validation_score(estimator, source, fraction, split_seed) if validated else None)

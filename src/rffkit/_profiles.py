@@ -3,7 +3,7 @@
 Each function takes differences ``delta = x - y`` (the last axis holds the features, or
 one dimension for the ``_1d`` and wave functions) and returns the kernel value, with
 ``k(0) = 1``. :mod:`rffkit.kernels` pairs each profile with the sampler of its spectral
-density and documents the formulas and their sources.
+density (:mod:`rffkit._samplers`) and documents the formulas and their sources.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "triangle_wave",
     "induced_profile",
     "spline_profile_1d",
+    "bernoulli_cosine_series",
 ]
 
 
@@ -198,3 +199,11 @@ def spline_profile_1d(t, order=1.0, n_terms=10):
     for m, weight in enumerate(weights, start=1):
         total = total + weight * np.cos(2.0 * np.pi * m * t)
     return total / (1.0 + weights.sum())
+
+
+def bernoulli_cosine_series(t, order):
+    """``sum_{m >= 1} cos(2 pi m t) / m^{2r}`` for r = 1, 2 (Bernoulli polynomials)."""
+    t = np.mod(t, 1.0)
+    if order == 1:
+        return np.pi**2 * (t * t - t + 1.0 / 6.0)
+    return np.pi**4 / 90.0 - np.pi**4 / 3.0 * (t * (1.0 - t)) ** 2

@@ -26,7 +26,7 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    plain widening and the sample's best aligned layer go to the last pass.
 3. **The head on every row.** Every rank streams its rows through the layer, extended to
    ``D_head >= D_search`` features, and accumulates the ridge statistics
-   (:class:`~rffkit._sufficient.RidgeStatistics`) of its training and of its validation
+   (:class:`~rffkit._ridge_statistics.RidgeStatistics`) of its training and of its validation
    rows separately; they are summed over the ranks. The validation error of the ridge head
    at every penalty follows in closed form from the validation statistics
    (:func:`~rffkit._ridge_path.heldout_path`), so ``alpha='auto'`` is chosen there (GCV
@@ -58,6 +58,7 @@ after the other, so the peak is the larger of the two, not their sum.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -81,7 +82,8 @@ from .layers import RFFNetModule
 
 __all__ = [
     "StreamSettings", "STREAM_SETTINGS", "is_stream", "fits_streamed", "fit_stream", "predict_stream", "score_stream",
-    "truncated_layer", "extended_layer",
+    "truncated_layer", "extended_layer", "StreamedFitSetup", "fit_setup", "training_rows", "agreed_sizes",
+    "standardiser", "finished_model", "record_final_loss",
 ]
 
 
@@ -291,6 +293,75 @@ def _on_every_rank(compute):
     return broadcast_object(result)
 
 
+class StreamedFitSetup(NamedTuple):
+    """What a streamed 'varpro' fit settles before its first pass, the same on every rank."""
+
+    source: object  # TableSource or ArraySource
+    device: torch.device
+    budget: int  # bytes: the smallest memory budget over the ranks
+    seeds: tuple  # (split_seed, layer_seed, torch_seed)
+    fraction: float  # the validation fraction asked for (0 without early stopping)
+
+
+def fit_setup(estimator, X, y):
+    """The source, device, memory budget, seeds and validation fraction of a streamed fit (collective)."""
+    source = _source(estimator, X, y, fitting=True)
+    device = resolve_device(estimator.device, owner=type(estimator).__name__)
+    budget = min(all_gather_object(parse_memory(estimator.memory_budget)))  # the same on every rank
+    seeds = broadcast_object(draw_seeds(estimator.random_state, 3))
+    fraction = estimator.validation_fraction if estimator.early_stopping else 0.0
+    return StreamedFitSetup(source, device, budget, tuple(seeds), fraction)
+
+
+def training_rows(first, owner):
+    """``(validated, n_train)`` as the in-memory fit decides them (at least 2 rows on each side).
+
+    ``first`` is what the first pass learned (its ``n_rows`` and ``n_validation``); too
+    few training rows raise ``ValueError``.
+    """
+    n_val = first.n_validation
+    validated = n_val >= 2 and first.n_rows - n_val >= 2
+    n_train = first.n_rows - (n_val if validated else 0)
+    if n_train < 2:
+        raise ValueError(f"{owner}: the source has {first.n_rows} row(s); at least 2 are needed.")
+    return validated, n_train
+
+
+def agreed_sizes(estimator, n_train, n_features, sample_train, budget):
+    """:func:`_sizes` on every rank; a rank whose budget is too small stops them all (collective)."""
+    try:
+        sizes, error = _sizes(estimator, n_train, n_features, sample_train, budget), None
+    except MemoryBudgetError as exc:
+        sizes, error = None, exc
+    agree(error)
+    return sizes
+
+
+def standardiser(first, device, y_moments=None):
+    """The :class:`_Standardiser` of the first pass's moments (the target's, when given, else none)."""
+    x_mean = first.x_moments.mean
+    x_scale = standard_scale(x_mean, first.x_moments.std, np.float64)
+    if y_moments is None:
+        return _Standardiser(x_mean, x_scale, 0.0, 1.0, device)
+    y_mean, y_std = float(y_moments.mean[0]), float(y_moments.std[0])
+    return _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device)
+
+
+def finished_model(model, owner):
+    """``model`` in evaluation mode; ``DivergenceError`` when a parameter is not finite."""
+    model.eval()
+    if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
+        raise DivergenceError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
+    return model
+
+
+def record_final_loss(history, loss, validated):
+    """The fitted model's loss on every validation row replaces the sample's last entry of ``history``."""
+    if validated:
+        history.validation_loss[-1:] = [loss]
+    history.best_validation_loss = loss
+
+
 def fit_stream(estimator, X, y):
     """Fit ``estimator`` (an RFFNetRegressor) on a source; see the module docstring. Returns it."""
     owner = type(estimator).__name__
@@ -298,34 +369,18 @@ def fit_stream(estimator, X, y):
         raise ValueError(
             f"{owner}: a streamed fit runs the 'varpro' solver (relevances on a sample, the head on every "
             "row); solver='adam' and hidden layers need the rows in memory: pass arrays.")
-    source = _source(estimator, X, y, fitting=True)
-    device = resolve_device(estimator.device, owner=owner)
-    budget = min(all_gather_object(parse_memory(estimator.memory_budget)))  # the same on every rank
-    split_seed, layer_seed, torch_seed = broadcast_object(draw_seeds(estimator.random_state, 3))
-    fraction = estimator.validation_fraction if estimator.early_stopping else 0.0
+    source, device, budget, (split_seed, layer_seed, torch_seed), fraction = fit_setup(estimator, X, y)
     sample_rows = (STREAM_SETTINGS.search_rows, STREAM_SETTINGS.validation_rows)
     with FitProgress(owner, estimator.verbose) as progress:
         progress.stage("pass 1: moments and sample")
         first = _first_pass(source, owner, sample_rows=sample_rows, validation_fraction=fraction, seed=split_seed)
-        n_val = first.n_validation
-        validated = n_val >= 2 and first.n_rows - n_val >= 2
-        n_train = first.n_rows - (n_val if validated else 0)
-        if n_train < 2:
-            raise ValueError(f"{owner}: the source has {first.n_rows} row(s); at least 2 are needed.")
+        validated, n_train = training_rows(first, owner)
         sample_n_train = first.sample[2].shape[0]
         if validated:
             sample_n_train -= int(np.count_nonzero(validation_mask(first.sample[2], fraction, split_seed)))
-        try:
-            d_search, d_head = _sizes(estimator, n_train, source.n_features, sample_n_train, budget)
-            error = None
-        except MemoryBudgetError as exc:
-            error = exc
-        agree(error)
+        d_search, d_head = agreed_sizes(estimator, n_train, source.n_features, sample_n_train, budget)
 
-        x_mean = first.x_moments.mean
-        x_scale = standard_scale(x_mean, first.x_moments.std, np.float64)
-        y_mean, y_std = float(first.y_moments.mean[0]), float(first.y_moments.std[0])
-        standardise = _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device)
+        standardise = standardiser(first, device, first.y_moments)
         full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
 
         alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
@@ -366,12 +421,8 @@ def fit_stream(estimator, X, y):
         with torch.no_grad():
             model.first_linear.weight.copy_(coef.reshape(1, -1))
             model.first_linear.bias.fill_(intercept)
-        model.eval()
-        if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
-            raise DivergenceError(f"{owner}: the streamed fit produced non-finite parameters; raise alpha.")
-        if validated:  # the sample's last entry becomes the model's loss on every validation row
-            history.validation_loss[-1:] = [loss]
-        history.best_validation_loss = loss
+        finished_model(model, owner)
+        record_final_loss(history, loss, validated)
         _set_fitted(estimator, source, standardise, model, history, alpha, r2)
         estimator.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
         progress.summary(

@@ -4,7 +4,7 @@
 refinement moves of :func:`rffkit._refine.refine_layer` and the linear-only comparison of
 :func:`rffkit._heads.reduce_to_linear` are confirmed on every row of the data instead of an
 in-memory sample (:mod:`rffkit._rffnet_stream`). A head is one pass over the source: the
-training and validation rows' :class:`~rffkit._sufficient.RidgeStatistics`, summed over the
+training and validation rows' :class:`~rffkit._ridge_statistics.RidgeStatistics`, summed over the
 ranks, give the validation error of every penalty in closed form
 (:func:`_head_from_statistics`).
 """
@@ -19,8 +19,9 @@ import torch
 from ._heads import RidgeHeads, linear_inputs, on_layer
 from ._ridge import RidgeHead
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
+from ._ridge_statistics import RidgeStatistics, all_reduce_statistics
 from ._streaming import numeric_target, validation_mask
-from ._sufficient import RidgeStatistics, accumulate, add_rows, all_reduce_statistics
+from ._sufficient import accumulate, add_rows
 from ._validation import as_tensor
 from .distributed import all_reduce_sum, broadcast_object, world
 

@@ -17,8 +17,6 @@ one line, ``rffkit: error: ...``, and exit with status 2; no output file is left
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
 import os
 import shlex
 import sys
@@ -29,9 +27,13 @@ import warnings
 import numpy as np
 
 from . import __version__
+from ._cli_demo import demo, write_diabetes_csv
+from ._cli_report import (
+    Report, model_file_lines, one_line, readable_size, relevance_lines, report_fit, report_inputs,
+)
 from ._cli_support import (
     MAX_AUTO_CLASSES, MODEL_FORMAT, MODEL_VERSION, CommandLineError, HeldOutScore, RowSplit,
-    choose_task, column_relevances, configure, describe_score, estimators, load_model,
+    choose_task, column_relevances, configure, estimators, load_model,
     parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
 from ._streaming import validation_mask
@@ -45,46 +47,6 @@ PREDICTION_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 # -- commands --------------------------------------------------------------------------------
-class _Report:
-    """Lines for people (printed as they come, by rank 0 only) and a dict for ``--json``."""
-
-    def __init__(self, as_json, quiet=False):
-        self.as_json, self.quiet, self.data = as_json, quiet, {}
-
-    def line(self, text=""):
-        if not (self.as_json or self.quiet):
-            print(text, flush=True)
-
-    def finish(self):
-        if self.as_json and not self.quiet:
-            import json
-
-            print(json.dumps(self.data, indent=2))
-
-
-def _one_line(text):
-    return " ".join(str(text).split())
-
-
-def _size(n_bytes):
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n_bytes < 1000 or unit == "GB":
-            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1000
-
-
-def _describe(estimator):
-    if hasattr(estimator, "steps"):
-        return ", then ".join(_one_line(repr(step)) for _, step in estimator.steps)
-    return _one_line(repr(estimator))
-
-
-def _relevance_lines(relevances, top):
-    width = max(len(name) for name in relevances)
-    return [f"  {rank:3d}. {name:<{width}}  {share:.3f}"
-            for rank, (name, share) in enumerate(list(relevances.items())[:top], start=1)]
-
-
 def _read_into_memory(source, estimator, report, why):
     """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
     from ._memory import available_memory
@@ -93,10 +55,10 @@ def _read_into_memory(source, estimator, report, why):
     available = available_memory()
     if 2 * need > available:
         raise CommandLineError(
-            f"{type(estimator).__name__} fits from memory and the table needs about {_size(need)} "
+            f"{type(estimator).__name__} fits from memory and the table needs about {readable_size(need)} "
             f"there ({source.n_rows} rows x {source.n_features} columns), twice that while it is "
-            f"read; {_size(available)} is available. Fit a sample of the rows.")
-    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({_size(need)}); {why}")
+            f"read; {readable_size(available)} is available. Fit a sample of the rows.")
+    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({readable_size(need)}); {why}")
     chunks = list(source.iter_chunks())
     return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
 
@@ -136,10 +98,10 @@ def _streams(mode, estimator, source, sample, world_size):
     need = 2 * table + (estimate[0] if estimate else 0)
     available = available_memory()
     if 2 * need <= available:
-        return False, (f"the in-memory fit needs about {_size(need)} of the {_size(available)} "
+        return False, (f"the in-memory fit needs about {readable_size(need)} of the {readable_size(available)} "
                        "available (--stream always would read the files chunk by chunk)")
-    return True, (f"the in-memory fit would need about {_size(need)}, more than half of the "
-                  f"{_size(available)} available")
+    return True, (f"the in-memory fit would need about {readable_size(need)}, more than half of the "
+                  f"{readable_size(available)} available")
 
 
 def _fit_model(args, source, estimator, scale, world, report):
@@ -206,7 +168,7 @@ def fit_command(args):
     if not 0 <= args.test_size < 1:
         raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
     with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
-        report = _Report(args.json, quiet=rank != 0)
+        report = Report(args.json, quiet=rank != 0)
         source = open_table(args.data, target=args.target, features=args.features)
         kind, values, n_rows = summarise_target(source)
         task, why = choose_task(args.task, kind, values)
@@ -218,21 +180,7 @@ def fit_command(args):
         defaults = {"random_state": args.random_state, "verbose": int(args.verbose)}
         estimator.set_params(**{k: v for k, v in defaults.items() if k in estimator.get_params()})
         configure(estimator, settings, source.n_features)
-        files = source.files
-        report.data.update(target=args.target, task=task, task_reason=why, data=files, n_rows=n_rows,
-                           columns=list(source.encoding.columns), feature_names=source.feature_names)
-        shown = ", ".join(os.path.basename(path) for path in files[:3]) + (", ..." if len(files) > 3 else "")
-        plural = "s" if len(files) > 1 else ""
-        report.line(f"data: {len(files)} {source.format.upper()} file{plural} ({shown}), {n_rows} rows, "
-                    f"{len(source.encoding.columns)} columns, target {args.target!r}")
-        if source.encoding.categories:
-            report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
-                        f"({source.n_features} model inputs in all)")
-        report.line(f"task: {task} ({why})")
-        report.line(f"model: {_describe(estimator)}" + (" on standardised columns" if scale else ""))
-        report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "
-                    f"with seed {args.random_state}); the model is fitted on the others"
-                    if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")
+        report_inputs(report, args, source, n_rows, task=task, why=why, estimator=estimator, scale=scale)
         model, score, seconds, n_train, n_test, streamed = _fit_model(
             args, source, estimator, scale, (rank, world_size), report)
         relevances = column_relevances(model, source.encoding.groups)
@@ -242,15 +190,8 @@ def fit_command(args):
             n_train=n_train, n_test=n_test, test_size=args.test_size, random_state=args.random_state,
             score=score, fit_seconds=round(seconds, 3), streamed=streamed, world_size=world_size,
             relevances=relevances, command=shlex.join(["rffkit", *args.argv]))
-        report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
-        report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
-        if relevances is None:
-            report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
-                        "column; --model rffnet or srff does)")
-        else:
-            report.line("relevances (share of the total relevance; one-hot columns summed into their column):")
-            for line in _relevance_lines(relevances, 20):
-                report.line(line)
+        report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
+                   relevances=relevances)
         if rank == 0:
             save({"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": model,
                   "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
@@ -362,7 +303,7 @@ def relevances_command(args):
         return 0
     print(f"{name} relevances in {args.model} (share of the total relevance; one-hot columns "
           "summed into their column):")
-    print("\n".join(_relevance_lines(shown, len(shown))))
+    print("\n".join(relevance_lines(shown, len(shown))))
     if args.plot:
         print(f"bar chart saved to {args.plot}")
     return 0
@@ -372,142 +313,17 @@ def info_command(args):
     """``rffkit info``: see ``rffkit info --help``."""
     bundle = load_model(args.model)
     meta, model = bundle["meta"], bundle["estimator"]
-    final = model.steps[-1][1] if hasattr(model, "steps") else model
     header = read_metadata(args.model)
     if args.json:
         import json
 
+        final = model.steps[-1][1] if hasattr(model, "steps") else model
         params = {key: repr(value) for key, value in final.get_params(deep=False).items()}
         print(json.dumps({**meta, "parameters": params, "file": header}, indent=2, default=repr))
         return 0
-    lines = [
-        f"model file: {args.model} ({header['format']} format version {header['format_version']}, "
-        f"written by rffkit {header['rffkit_version']} with scikit-learn {header['sklearn_version']}, "
-        f"torch {header['torch_version']})",
-        f"estimator: {_describe(model)}",
-        "parameters: " + ", ".join(f"{k}={v!r}" for k, v in final.get_params(deep=False).items()),
-        f"task: {meta['task']} ({meta['task_reason']}), target {meta['target']!r}"
-        + (f", classes {meta['classes']}" if meta["classes"] is not None else ""),
-        f"data: {', '.join(meta['data'])}: {meta['n_rows']} rows",
-        f"trained on {meta['n_train']} rows x {len(meta['feature_names'])} inputs; "
-        f"{meta['n_test']} held out (--test-size {meta['test_size']:g}, seed {meta['random_state']})",
-        f"columns ({len(meta['columns'])}): {', '.join(meta['columns'])}",
-        f"held-out score: {describe_score(meta['score'])}",
-        f"fit time: {meta['fit_seconds']:.{1 if meta['fit_seconds'] >= 1 else 2}f} s" + (f" on {meta['world_size']} processes"
-                                                      if meta["world_size"] > 1 else ""),
-        f"command: {meta['command']}",
-    ]
-    if len(meta["feature_names"]) != len(meta["columns"]):
-        lines.insert(7, f"model inputs ({len(meta['feature_names'])}): {', '.join(meta['feature_names'])}")
+    lines = model_file_lines(args.model, header, meta, model)
     print("\n".join(lines))
     return 0
-
-
-# -- demo ----------------------------------------------------------------------------------------
-def _matplotlib_or_message(plot):
-    """``plot`` if matplotlib can draw it, else None after saying why (before any fit starts)."""
-    if not plot:
-        return None
-    try:
-        importlib.import_module("matplotlib.figure")  # an optional dependency
-    except ImportError:
-        print(f'matplotlib is not installed, so no bar chart ({plot}): pip install "rffkit[plot]"')
-        return None
-    return plot
-
-
-def demo(n_samples=10_000, random_state=0, plot="rffnet_relevances.png", directory=None):
-    """Fit RFFNet on Gregorová's SE1, then show the command line on the diabetes data.
-
-    Features are named one-based, ``x1`` to ``x18``, everywhere in the output. The second
-    part writes ``diabetes.csv`` (scikit-learn's diabetes data, in their original units)
-    into ``directory`` (a temporary folder, removed afterwards, when None) and runs
-    ``rffkit fit``, ``relevances`` and ``predict`` on it, printing each command.
-
-    Returns
-    -------
-    model : RFFNetRegressor
-        Fitted on SE1.
-    mse, baseline : float
-        Its test MSE and the mean predictor's.
-    """
-    from .datasets import make_gregorova_se1
-    from .rffnet import RFFNetRegressor
-
-    plot = _matplotlib_or_message(plot)
-    X, y, support = make_gregorova_se1(n_samples + 2000, random_state=random_state, return_support=True)
-    names = [f"x{j + 1}" for j in range(X.shape[1])]
-    relevant = [names[j] for j in support]
-    X_train, y_train, X_test, y_test = X[:n_samples], y[:n_samples], X[n_samples:], y[n_samples:]
-    print(f"RFFNetRegressor on SE1: {n_samples} training points, {X.shape[1]} features "
-          f"x1..x{X.shape[1]}, of which {', '.join(relevant)} are relevant")
-    start = time.perf_counter()
-    model = RFFNetRegressor(random_state=random_state).fit(X_train, y_train)
-    seconds = time.perf_counter() - start
-    mse = float(np.mean((model.predict(X_test) - y_test) ** 2))
-    baseline = float(np.mean((y_train.mean() - y_test) ** 2))
-    print(f"fit: {seconds:.1f} s, solver={model.solver_}, {model.n_components_} random features")
-    print(f"test MSE {mse:.4f}   mean-predictor MSE {baseline:.4f}   noise floor 0.0100")
-    print("features ranked by relevance (|lambda| scaled to [0, 1]):")
-    for rank, j in enumerate(np.argsort(-model.feature_importances_), start=1):
-        marker = "  <- relevant" if j in support else ""
-        print(f"  {rank:2d}. {names[j]:<4} {model.feature_importances_[j]:.3f}{marker}")
-    if plot:
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=(7, 3), layout="constrained")
-        ax = figure.subplots()
-        ax.bar(names, model.feature_importances_,
-               color=["tab:red" if j in support else "tab:gray" for j in range(X.shape[1])])
-        ax.set_xlabel("feature (red: relevant in the generating function)")
-        ax.set_ylabel("relevance, scaled")
-        ax.set_title(f"RFFNet relevances on SE1 (n={n_samples}, test MSE {mse:.3f})")
-        with replaced_atomically(plot) as temporary:
-            figure.savefig(temporary, format="png", dpi=120)
-        print(f"bar chart of the relevances saved to {plot}")
-    print()
-    _command_line_demo(directory)
-    return model, mse, baseline
-
-
-def write_diabetes_csv(path):
-    """Write scikit-learn's diabetes data (442 patients, original units) as a CSV file.
-
-    The columns are age, sex, bmi, bp, s1-s6 and ``progression``, the disease progression
-    one year after baseline (the target).
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    from sklearn.datasets import load_diabetes
-
-    data = load_diabetes(scaled=False)
-    columns = {name: data.data[:, j] for j, name in enumerate(data.feature_names)}
-    pa_csv.write_csv(pa.table({**columns, "progression": data.target}), path)
-
-
-def _command_line_demo(directory):
-    commands = [
-        ["fit", "diabetes.csv", "--target", "progression", "--output", "diabetes.rffkit"],
-        ["relevances", "diabetes.rffkit", "--top", "5"],
-        ["predict", "diabetes.rffkit", "diabetes.csv", "--output", "predictions.csv"],
-    ]
-    with contextlib.ExitStack() as stack:
-        if directory is None:
-            import tempfile
-
-            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="rffkit-demo-"))
-        os.makedirs(directory, exist_ok=True)
-        print(f"The command line on a file: scikit-learn's diabetes data written to "
-              f"{os.path.join(directory, 'diabetes.csv')}.")
-        print(f"$ cd {shlex.quote(directory)}")
-        previous = os.getcwd()
-        os.chdir(directory)
-        stack.callback(os.chdir, previous)
-        write_diabetes_csv("diabetes.csv")
-        for command in commands:
-            print(f"$ rffkit {shlex.join(command)}", flush=True)
-            if main(command) != 0:
-                raise RuntimeError(f"the demo's `rffkit {shlex.join(command)}` failed")
 
 
 # -- the parser and main ------------------------------------------------------------------------
@@ -619,7 +435,7 @@ def _demo_command(args):
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"rffkit: warning: {_one_line(message)}", file=sys.stderr)
+    print(f"rffkit: warning: {one_line(message)}", file=sys.stderr)
 
 
 def main(argv=None):
@@ -639,7 +455,7 @@ def main(argv=None):
             return args.run(args)
     except (CommandLineError, ValueError, OSError, MemoryError) as error:
         where = "" if rank == "0" else f"(rank {rank}) "
-        print(f"rffkit: error: {where}{_one_line(error)}", file=sys.stderr)
+        print(f"rffkit: error: {where}{one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rffkit: interrupted; no file was written", file=sys.stderr)

@@ -79,13 +79,14 @@ array([[1.    , 0.6065],
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Callable
 
 import numpy as np
 from scipy import special, stats
 
+from . import _samplers
 from ._profiles import (
+    bernoulli_cosine_series,
     cauchy_profile,
     gaussian_profile,
     induced_profile,
@@ -93,7 +94,6 @@ from ._profiles import (
     matern_profile,
     spline_profile_1d,
 )
-from ._spectral import DiscreteSpectrum, numerical_pitch_density, numerical_spectral_density
 
 __all__ = [
     "Kernel",
@@ -109,39 +109,6 @@ __all__ = [
     "induced_profile",
     "check_length_scale",
 ]
-
-
-def _sample_normal(rng, n_features, n_components):
-    return rng.standard_normal((n_features, n_components))
-
-
-def _sample_cauchy(rng, n_features, n_components):
-    return rng.standard_cauchy((n_features, n_components))
-
-
-def _sample_laplace(rng, n_features, n_components):
-    return rng.laplace(0.0, 1.0, (n_features, n_components))
-
-
-def _sample_laplacian_pitch(rng, size):
-    # delta k''(delta) = delta exp(-delta): Gamma(2, 1).
-    return rng.gamma(2.0, 1.0, size)
-
-
-def _normal_ppf(u):
-    return special.ndtri(u)
-
-
-def _cauchy_ppf(u):
-    return np.tan(np.pi * (u - 0.5))
-
-
-def _laplace_ppf(u):
-    return -np.sign(u - 0.5) * np.log1p(-2.0 * np.abs(u - 0.5))
-
-
-def _chi_radius_ppf(u, n_features):
-    return np.sqrt(stats.chi2.ppf(u, n_features))
 
 
 @dataclass(frozen=True)
@@ -303,30 +270,6 @@ def matern_kernel(nu):
     return Kernel(name, profile, sample, None, radius_ppf)
 
 
-def _sample_induced(rng, n_features, n_components):
-    return _INDUCED_SPECTRUM.sample(rng, (n_features, n_components))
-
-
-def _induced_ppf(u):
-    return _INDUCED_SPECTRUM.ppf(u)
-
-
-def _induced_spectrum(n_table=4096):
-    harmonics = 2.0 * np.arange(n_table) + 1.0
-    masses = 8.0 / (np.pi**2 * harmonics**2)
-    return DiscreteSpectrum(
-        harmonics * np.pi / 2.0, masses, tail_mass=1.0 - masses.sum(), tail_step=np.pi / 2.0
-    )
-
-
-def _bernoulli_cosine_series(t, order):
-    """``sum_{m >= 1} cos(2 pi m t) / m^{2r}`` for r = 1, 2 (Bernoulli polynomials)."""
-    t = np.mod(t, 1.0)
-    if order == 1:
-        return np.pi**2 * (t * t - t + 1.0 / 6.0)
-    return np.pi**4 / 90.0 - np.pi**4 / 3.0 * (t * (1.0 - t)) ** 2
-
-
 def spline_kernel(order=1.0, n_terms=10):
     """The periodic spline kernel ``k_2r`` (Yu, 2023), normalised to ``k(0) = 1``.
 
@@ -372,18 +315,11 @@ def spline_kernel(order=1.0, n_terms=10):
             "integer (or None for the full series)."
         )
     table = 4096 if infinite else int(n_terms)
-    weights = np.concatenate([[1.0], np.arange(1, table + 1, dtype=np.float64) ** (-2.0 * order)])
-    total = 1.0 + special.zeta(2.0 * order) if infinite else weights.sum()
-    spectrum = DiscreteSpectrum(
-        2.0 * np.pi * np.arange(table + 1),
-        weights / total,
-        tail_mass=1.0 - weights.sum() / total if infinite else 0.0,
-        tail_step=np.pi if infinite else None,
-    )
+    spectrum, total = _samplers.spline_spectrum(order, table, infinite=infinite)
 
     def profile(delta):
         if infinite:
-            return np.prod((1.0 + _bernoulli_cosine_series(delta, order)) / total, axis=-1)
+            return np.prod((1.0 + bernoulli_cosine_series(delta, order)) / total, axis=-1)
         return np.prod(spline_profile_1d(delta, order, table), axis=-1)
 
     def sample(rng, n_features, n_components):
@@ -391,51 +327,6 @@ def spline_kernel(order=1.0, n_terms=10):
 
     name = "spline" if (order, n_terms) == (1.0, 10) else f"spline(r={order}, M={n_terms})"
     return Kernel(name, profile, sample, spectrum.ppf)
-
-
-class _ElementwiseProfile:
-    """A 1-D profile applied to arrays; scalar-only callables (``math.exp``) are
-    vectorised with ``numpy.vectorize``."""
-
-    def __init__(self, profile):
-        self.function = profile
-        self._vectorised = None
-
-    def __call__(self, delta):
-        if self._vectorised is None:
-            try:
-                return np.asarray(self.function(delta), dtype=np.float64)
-            except (TypeError, ValueError):
-                self._vectorised = np.vectorize(self.function, otypes=[np.float64])
-        return self._vectorised(delta)
-
-
-class _NumericalSpectrum:
-    """Spectral and pitch densities of a 1-D profile, computed on first use."""
-
-    def __init__(self, profile):
-        self.profile = _ElementwiseProfile(profile)
-
-    @cached_property
-    def spectrum(self):
-        return numerical_spectral_density(self.profile)
-
-    @cached_property
-    def pitch(self):
-        return numerical_pitch_density(self.profile)
-
-    def product_profile(self, delta):
-        with np.errstate(over="ignore", under="ignore"):
-            return np.prod(np.asarray(self.profile(delta), dtype=np.float64), axis=-1)
-
-    def sample(self, rng, n_features, n_components):
-        return self.spectrum.sample(rng, (n_features, n_components))
-
-    def ppf(self, u):
-        return self.spectrum.ppf(u)
-
-    def sample_pitches(self, rng, size):
-        return self.pitch.magnitude_ppf(rng.uniform(size=size))
 
 
 def profile_kernel(profile, name=None):
@@ -464,37 +355,23 @@ def profile_kernel(profile, name=None):
     >>> kernel.sample_frequencies(np.random.default_rng(0), 2, 3).shape
     (2, 3)
     """
-    numeric = _NumericalSpectrum(profile)
+    numeric = _samplers.NumericalSpectrum(profile)
     label = name or getattr(profile, "__name__", "profile")
     return Kernel(
         label, numeric.product_profile, numeric.sample, numeric.ppf, None, numeric.sample_pitches
     )
 
 
-_INDUCED_SPECTRUM = _induced_spectrum()
-
 KERNELS = {
-    "gaussian": Kernel(
-        "gaussian", gaussian_profile, _sample_normal, _normal_ppf, _chi_radius_ppf
-    ),
-    "laplacian": Kernel(
-        "laplacian",
-        laplacian_profile,
-        _sample_cauchy,
-        _cauchy_ppf,
-        None,
-        _sample_laplacian_pitch,
-    ),
-    "cauchy": Kernel("cauchy", cauchy_profile, _sample_laplace, _laplace_ppf),
+    "gaussian": Kernel("gaussian", gaussian_profile, _samplers.sample_normal, _samplers.normal_ppf,
+                       _samplers.chi_radius_ppf),
+    "laplacian": Kernel("laplacian", laplacian_profile, _samplers.sample_cauchy, _samplers.cauchy_ppf, None,
+                        _samplers.sample_laplacian_pitch),
+    "cauchy": Kernel("cauchy", cauchy_profile, _samplers.sample_laplace, _samplers.laplace_ppf),
     "matern12": matern_kernel(0.5),
     "matern32": matern_kernel(1.5),
     "matern52": matern_kernel(2.5),
-    "induced": Kernel(
-        "induced",
-        induced_profile,
-        _sample_induced,
-        _induced_ppf,
-    ),
+    "induced": Kernel("induced", induced_profile, _samplers.sample_induced, _samplers.induced_ppf),
     "spline": spline_kernel(1.0, 10),
 }
 

@@ -5,44 +5,28 @@
 eigendecomposition (:mod:`rffkit._ridge_path` holds the numerics). It fits from arrays in
 memory, or streams its rows from files or a memory map (:mod:`rffkit.io`) through the
 sufficient statistics of :mod:`rffkit._sufficient`, in one process or on every rank of a
-``torchrun`` job (:mod:`rffkit.distributed`).
+``torchrun`` job (:mod:`rffkit.distributed`); :mod:`rffkit._ridge_stream` holds those
+streamed fits and ``partial_fit``.
 """
 
 from __future__ import annotations
 
-import functools
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
+from . import _ridge_stream
 from ._guards import atomic_fit, within_limits
-from ._ridge_path import gcv_path, heldout_path, loo_path, path_coefficients, ridge_spectrum
-from ._streaming import numeric_target
-from ._sufficient import (
-    MemoryBudgetError,
-    RidgeStatistics,
-    accumulate,
-    add_rows,
-    agree,
-    block_rows_for,
-    check_memory_budget,
-    feature_blocks,
-    fitted_on_first_chunk,
-    statistics_bytes,
-    streamed_loo,
-    streamed_moments,
-)
-from ._validation import SMALLEST_PENALTY, check_input, resolve_device, seed_from_random_state, torch_dtype_for
-from .distributed import broadcast_object, local
-from .exceptions import ChunkedFitWarning
+from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum
+from ._validation import SMALLEST_PENALTY, check_input, resolve_device, torch_dtype_for
+from .distributed import local
 from .features import RandomFourierFeatures
-from .io import ArraySource, TableSource, check_columns_seen_in_fit
+from .io import ArraySource, TableSource
 
 __all__ = ["RFFRidge", "default_features"]
 
@@ -250,7 +234,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     the feature map is then fitted on the first chunk (only its width matters to
     random Fourier features with ``sampling`` other than 'leverage'), and one pass
     accumulates ``n``, ``sum z``, ``Z^T Z``, ``Z^T y``, ``sum y`` and ``y^T y`` in float64
-    (:class:`~rffkit._sufficient.RidgeStatistics`; the products of each block of rows in
+    (:class:`~rffkit._ridge_statistics.RidgeStatistics`; the products of each block of rows in
     the block's dtype, so ``open_table(..., dtype=numpy.float32)`` halves the time) from
     which the same path as above follows in its primal form. Memory: the statistics
     (``8 D^2`` bytes), their eigendecomposition (``~4 x 8 D^2``) and one chunk of rows
@@ -382,10 +366,10 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         if _is_stream(X):
-            return self._fit_stream(X, y)
+            return _ridge_stream.fit_stream(self, X, y)
         if self.alpha_selection == "holdout":  # arrays are this process's own: never split over ranks
             with local():
-                return self._fit_stream(X, y)
+                return _ridge_stream.fit_stream(self, X, y)
         X, y = check_input(
             self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
             y_numeric=True, multi_output=True, ensure_min_samples=2,
@@ -417,6 +401,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             self.__dict__.pop(name, None)
         return self
 
+    # -- streamed fits -----------------------------------------------------------------
+
     def _fit_in_chunks_instead(self, X, y=None, *, error):
         """The fit when the in-memory path would not fit (``error`` says why): stream the rows.
 
@@ -425,129 +411,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         sparse inputs, sparse feature maps and a chunked fit that would not fit either
         raise ``error``.
         """
-        from ._memory import _width, available_memory
-
-        width = _width(self.features, DEFAULT_N_COMPONENTS)
-        if sp.issparse(X) or width is None or type(self.features).__name__ == "RandomBinningFeatures":
-            raise error
-        n_targets = 1 if y is None or np.ndim(y) < 2 else int(np.shape(y)[1])
-        itemsize = 4 if getattr(X, "dtype", None) == np.float32 else 8
-        needed = statistics_bytes(width, n_targets, n_statistics=1 + (self.alpha_selection == "holdout"),
-                                  itemsize=itemsize)
-        if needed > available_memory():
-            raise error
-        warnings.warn(
-            f"{type(self).__name__}.fit: {error.args[0].split(';')[0]}; fitting from chunks of the rows "
-            f"instead (about {needed / 2**20:.3g} MiB: Z^T Z accumulated chunk by chunk, as rffkit.io's "
-            "streamed fit does).", ChunkedFitWarning, stacklevel=3,
-        )
-        with local():
-            return self._fit_stream(X, y)
-
-    # -- streamed fits -----------------------------------------------------------------
-
-    def _training_source(self, X, y):
-        """``(source, n_targets, one_target, validated)``; arrays are validated first."""
-        owner = type(self).__name__
-        validated = False
-        if isinstance(X, (TableSource, ArraySource)):
-            if y is not None:
-                raise ValueError(f"{owner}.fit: {type(X).__name__} carries its own target; pass y=None.")
-            source = X
-        elif isinstance(X, np.memmap):
-            if y is None:
-                raise ValueError(f"{owner}.fit: a numpy.memmap X needs y (an array or another memmap).")
-            source = ArraySource(X, y)
-        else:  # arrays with alpha_selection='holdout': validated as a fit on arrays would be
-            X, y = check_input(self, X, y, dtype=[np.float64, np.float32], y_numeric=True,
-                               multi_output=True, ensure_min_samples=2)
-            source, validated = ArraySource(X, y), True
-        if source.target is None:
-            raise ValueError(f"{owner}.fit: the source has no target; open it with "
-                             "open_table(..., target='column') or pass ArraySource(X, y).")
-        y_values = getattr(source, "y", None)
-        one_target = y_values is None or np.ndim(y_values) == 1
-        return source, 1 if one_target else int(np.shape(y_values)[1]), one_target, validated
-
-    def _stream_features(self, source):
-        """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
-        variance = None
-        if self.features is None:  # var(X) of the default length scale: one pass, all ranks
-            moments = streamed_moments(source)
-            variance = float(np.mean(moments.variance + (moments.mean - moments.mean.mean()) ** 2))
-        features = _feature_map(self, lambda: _default_features(source.n_features, variance, self.random_state))
-        return fitted_on_first_chunk(features, source)
-
-    def _fit_stream(self, X, y):
-        owner = type(self).__name__
-        alphas = self._check_alphas()
-        device = resolve_device(self.device, owner=owner)
-        source, n_targets, one_target, validated = self._training_source(X, y)
-        features = self._stream_features(source)
-        np_dtype = np.dtype(source.dtype).type
-        width = _dense(features.transform(np.zeros((1, source.n_features), dtype=np_dtype))).shape[1]
-        holdout = self.alpha_selection == "holdout"
-        try:
-            check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
-                                itemsize=np.dtype(np_dtype).itemsize, owner=owner,
-                                parameter="memory_budget", lower="features__n_components")
-            error = None
-        except MemoryBudgetError as exc:
-            error = exc
-        agree(error)  # a rank short of memory stops every rank
-        train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
-        heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device) if holdout else None
-        seed = broadcast_object(seed_from_random_state(self.random_state)) if holdout else 0
-        target = functools.partial(numeric_target, type(self).__name__, n_targets=n_targets)
-        accumulate(source, features.transform, train, heldout, target=target,
-                   validation_fraction=self.validation_fraction, seed=seed)
-        loo_pass = None
-        if self.alpha_selection == "loo":
-            loo_pass = functools.partial(streamed_loo, source, features.transform, alphas=alphas, target=target)
-        self._solve_statistics(features, alphas, train, heldout, loo_pass, one_target=one_target,
-                               np_dtype=np_dtype)
-        if not validated:  # validate_data set them for arrays
-            self.n_features_in_ = source.n_features
-            self.__dict__.pop("feature_names_in_", None)
-            if isinstance(source, TableSource):
-                self.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
-        for name in ("_statistics", "_heldout_statistics", "_partial_fit_state"):
-            self.__dict__.pop(name, None)
-        return self
-
-    def _solve_statistics(self, features, alphas, train, heldout, loo_pass, *, one_target, np_dtype):
-        """Score the alphas from the statistics, solve for the best, store the fit."""
-        owner = type(self).__name__
-        if train.count < 2:
-            raise ValueError(f"{owner}: {train.count} training row(s); at least 2 are needed.")
-        spectrum = train.spectrum()
-        if self.alpha_selection is None:
-            cv_values, best = None, np.zeros(train.n_targets, dtype=int)
-        else:
-            if self.alpha_selection == "holdout":
-                if heldout.count == 0:
-                    raise ValueError(f"{owner}: validation_fraction={self.validation_fraction} held out no "
-                                     f"row of {train.count}; raise validation_fraction or use 'gcv'.")
-                gram, cross, y_norm2 = heldout.centred_at(spectrum.feature_mean, spectrum.target_mean)
-                scores = heldout_path(spectrum, alphas, gram, cross, y_norm2, heldout.count)
-                del gram
-            elif self.alpha_selection == "loo" and loo_pass is not None:
-                scores = loo_pass(spectrum)
-            else:  # 'gcv', and 'loo' in partial_fit, which keeps no rows
-                scores = gcv_path(spectrum, alphas)
-            cv_values = scores.cpu().numpy().astype(np.float64)
-            best = self._best(cv_values)
-        if heldout is not None:  # the held-out rows chose alpha; the model uses every row
-            del spectrum
-            spectrum = train.copy().merge(heldout).spectrum()
-        coef = path_coefficients(spectrum, alphas[best]).cpu().numpy()  # (D, T), float64
-        if self.fit_intercept:
-            intercept = spectrum.target_mean - spectrum.feature_mean @ coef
-        else:
-            intercept = np.zeros(coef.shape[1])
-        self._set_fitted(features, alphas, coef.astype(np_dtype), intercept.astype(np_dtype), best,
-                         cv_values, one_target, np_dtype)
-        self.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
+        return _ridge_stream.fit_in_chunks_instead(self, X, y, error=error)
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=False)
@@ -576,45 +440,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self : RFFRidge
             The estimator, refitted on all rows so far.
         """
-        owner = type(self).__name__
-        first = not hasattr(self, "_statistics")
-        if first:
-            X, y = check_input(self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
-                               y_numeric=True, multi_output=True)
-        else:  # X against the first call's width and names; y on its own
-            X = check_input(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
-            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-            check_consistent_length(X, y)
-        n_targets = 1 if y.ndim == 1 else y.shape[1]
-        alphas = self._check_alphas()
-        holdout = self.alpha_selection == "holdout"
-        np_dtype = np.float32 if X.dtype == np.float32 else np.float64
-        if first:
-            device = resolve_device(self.device, owner=owner)
-            features = _feature_map(self, lambda: default_features(X, self.random_state)).fit(X)
-            width = _dense(features.transform(X[:1])).shape[1]
-            check_memory_budget(width, self.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
-                                itemsize=np.dtype(np_dtype).itemsize, owner=owner,
-                                parameter="memory_budget", lower="features__n_components")
-            train = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
-            heldout = RidgeStatistics(width, n_targets, fit_intercept=self.fit_intercept, device=device)
-            seed, one_target = seed_from_random_state(self.random_state), y.ndim == 1
-        else:
-            features, (seed, one_target) = self.features_, self._partial_fit_state
-            if n_targets != self._statistics.n_targets:
-                raise ValueError(f"{owner}.partial_fit: y has {n_targets} target(s), earlier chunks "
-                                 f"had {self._statistics.n_targets}.")
-            # updated copies: a call that fails leaves the estimator as it was
-            train, heldout = self._statistics.copy(), self._heldout_statistics.copy()
-        rows = np.arange(train.count + heldout.count, train.count + heldout.count + X.shape[0])
-        add_rows(features.transform, X, y.astype(np.float64, copy=False).reshape(X.shape[0], n_targets),
-                 rows, train, heldout if holdout else None, validation_fraction=self.validation_fraction,
-                 seed=seed)
-        self._solve_statistics(features, alphas, train, heldout if holdout else None, None,
-                               one_target=one_target, np_dtype=np_dtype)
-        self._statistics, self._heldout_statistics = train, heldout
-        self._partial_fit_state = (seed, one_target)
-        return self
+        return _ridge_stream.partial_fit(self, X, y)
 
     # -- prediction --------------------------------------------------------------------
 
@@ -635,23 +461,11 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if _is_stream(X):
-            return self._predict_stream(X)
+            return _ridge_stream.predict_stream(self, X)
         X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
         Z = self.features_.transform(X)
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
-
-    def _predict_stream(self, X):
-        source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X)
-        check_columns_seen_in_fit(self, source)
-        block_rows = block_rows_for(self.coef_.shape[-1], np.dtype(source.dtype).itemsize)
-        predictions = []
-        for chunk in source.iter_chunks():
-            coef = self.coef_.astype(chunk.X.dtype, copy=False)
-            intercept = np.asarray(self.intercept_, dtype=chunk.X.dtype)
-            for _, _, Z in feature_blocks(self.features_.transform, chunk.X, block_rows):
-                predictions.append(Z @ coef.T + intercept)
-        return np.concatenate(predictions)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,0 +1,128 @@
+"""The report of ``rffkit fit`` and the description of a saved model (``rffkit info``).
+
+``rffkit fit`` prints, by rank 0 only, what it read (files, rows, one-hot encoded columns),
+the task and the model it chose, the hold-out, then the fit time, the held-out score and
+the relevance of each original column; with ``--json`` the same facts go out as one JSON
+object (:class:`Report`), and they are the ``meta`` of the saved model file, which
+``rffkit info`` describes again (:func:`model_file_lines`). The formatting helpers of
+these lines (sizes, one-line reprs, relevance rankings) are here too.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._cli_support import describe_score
+
+__all__ = ["Report", "one_line", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
+           "report_fit", "model_file_lines"]
+
+
+class Report:
+    """Lines for people (printed as they come, by rank 0 only) and a dict for ``--json``."""
+
+    def __init__(self, as_json, quiet=False):
+        self.as_json, self.quiet, self.data = as_json, quiet, {}
+
+    def line(self, text=""):
+        if not (self.as_json or self.quiet):
+            print(text, flush=True)
+
+    def finish(self):
+        if self.as_json and not self.quiet:
+            import json
+
+            print(json.dumps(self.data, indent=2))
+
+
+def one_line(text):
+    """``text`` (any object) as one line, runs of white space made one space."""
+    return " ".join(str(text).split())
+
+
+def readable_size(n_bytes):
+    """``n_bytes`` for people: bytes, KB, MB or GB (powers of 1000)."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1000 or unit == "GB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1000
+
+
+def describe_estimator(estimator):
+    """The estimator's repr on one line; a pipeline's steps joined by ', then '."""
+    if hasattr(estimator, "steps"):
+        return ", then ".join(one_line(repr(step)) for _, step in estimator.steps)
+    return one_line(repr(estimator))
+
+
+def relevance_lines(relevances, top):
+    """The ``top`` first columns of ``relevances`` (name to share, largest first), ranked."""
+    width = max(len(name) for name in relevances)
+    return [f"  {rank:3d}. {name:<{width}}  {share:.3f}"
+            for rank, (name, share) in enumerate(list(relevances.items())[:top], start=1)]
+
+
+def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
+    """Record and print what ``rffkit fit`` reads and fits, before the fit starts.
+
+    The files, rows and columns of ``source``, the one-hot encoded columns, the task
+    (``why``: the reason for it), the model (after a StandardScaler when ``scale``) and
+    the hold-out of ``args.test_size`` with seed ``args.random_state``.
+    """
+    files = source.files
+    report.data.update(target=args.target, task=task, task_reason=why, data=files, n_rows=n_rows,
+                       columns=list(source.encoding.columns), feature_names=source.feature_names)
+    shown = ", ".join(os.path.basename(path) for path in files[:3]) + (", ..." if len(files) > 3 else "")
+    plural = "s" if len(files) > 1 else ""
+    report.line(f"data: {len(files)} {source.format.upper()} file{plural} ({shown}), {n_rows} rows, "
+                f"{len(source.encoding.columns)} columns, target {args.target!r}")
+    if source.encoding.categories:
+        report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
+                    f"({source.n_features} model inputs in all)")
+    report.line(f"task: {task} ({why})")
+    report.line(f"model: {describe_estimator(estimator)}" + (" on standardised columns" if scale else ""))
+    report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "
+                f"with seed {args.random_state}); the model is fitted on the others"
+                if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")
+
+
+def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances):
+    """Print the fit time, the held-out score and the relevances per original column."""
+    report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
+    report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
+    if relevances is None:
+        report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
+                    "column; --model rffnet or srff does)")
+    else:
+        report.line("relevances (share of the total relevance; one-hot columns summed into their column):")
+        for line in relevance_lines(relevances, 20):
+            report.line(line)
+
+
+def model_file_lines(path, header, meta, model):
+    """The lines of ``rffkit info``: a model file's header, estimator, parameters and fit report.
+
+    ``header`` is the file's :func:`rffkit.persistence.read_metadata`, ``meta`` the report
+    ``rffkit fit`` saved with ``model``.
+    """
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    lines = [
+        f"model file: {path} ({header['format']} format version {header['format_version']}, "
+        f"written by rffkit {header['rffkit_version']} with scikit-learn {header['sklearn_version']}, "
+        f"torch {header['torch_version']})",
+        f"estimator: {describe_estimator(model)}",
+        "parameters: " + ", ".join(f"{k}={v!r}" for k, v in final.get_params(deep=False).items()),
+        f"task: {meta['task']} ({meta['task_reason']}), target {meta['target']!r}"
+        + (f", classes {meta['classes']}" if meta["classes"] is not None else ""),
+        f"data: {', '.join(meta['data'])}: {meta['n_rows']} rows",
+        f"trained on {meta['n_train']} rows x {len(meta['feature_names'])} inputs; "
+        f"{meta['n_test']} held out (--test-size {meta['test_size']:g}, seed {meta['random_state']})",
+        f"columns ({len(meta['columns'])}): {', '.join(meta['columns'])}",
+        f"held-out score: {describe_score(meta['score'])}",
+        f"fit time: {meta['fit_seconds']:.{1 if meta['fit_seconds'] >= 1 else 2}f} s" + (f" on {meta['world_size']} processes"
+                                                      if meta["world_size"] > 1 else ""),
+        f"command: {meta['command']}",
+    ]
+    if len(meta["feature_names"]) != len(meta["columns"]):
+        lines.insert(7, f"model inputs ({len(meta['feature_names'])}): {', '.join(meta['feature_names'])}")
+    return lines
