@@ -10,7 +10,7 @@ from dataclasses import replace
 from rffkit._refine import _rescaled_layers, refine_layer, relevance_groups, target_spectrum
 from rffkit._ridge import fit_ridge_head as _fit_ridge_head
 from rffkit._ridge import gcv_score, select_ridge_alpha, solve_ridge
-from rffkit._search import default_n_components, marginal_r2, search_schedule
+from rffkit._search import default_n_components, marginal_r2, screening_n_components, search_schedule
 from rffkit._settings import DEFAULT_SETTINGS
 
 GRID = DEFAULT_SETTINGS.alpha_grid
@@ -344,7 +344,8 @@ def test_refine_layer_aligns_frequencies_with_a_ridge_function(variant):
     with torch.no_grad():
         mse_new = float(((layer(X_test) @ new.coef + new.intercept - y_test) ** 2).mean())
         mse_old = float(((old(X_test) @ head.coef + head.intercept - y_test) ** 2).mean())
-    assert new.score < head.score and mse_new < 0.8 * mse_old
+    # a pool of 64 draws per kept frequency selects more of the alignment's noise (cos_sin: 0.74 mse_old)
+    assert new.score < head.score and mse_new < 0.6 * mse_old
 
 
 def test_refine_layer_does_not_align_without_a_validation_split():
@@ -457,3 +458,30 @@ def test_prescreening_keeps_the_escape_off_a_plateau():
                              settings=settings)
     lam = kept.relevances.detach().numpy()
     assert lam[0] == lam[1] and lam[0] in (0.5, 1.0) and new.score < 0.8 * head.score
+
+
+@pytest.mark.parametrize("subsample_features", [True, False])
+def test_screening_fits_use_the_subsample_feature_count(subsample_features, monkeypatch):
+    """A screening fit on m rows uses the layer's first screening_n_components(m) features, not all D."""
+    import rffkit._refine as refine
+
+    layer, X, y, X_val, y_val = _plateau_problem(3.0)
+    layer = ARDRandomFourierFeatures.from_kernel(4, 1500, relevance=[0.2, 0.2, 0.0, 0.0], random_state=0,
+                                                 dtype=torch.float64)
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    widths = []
+
+    def recording(Z, *args, **kwargs):
+        widths.append((Z.shape[0], Z.shape[1]))
+        return _fit_ridge_head(Z, *args, **kwargs)
+
+    monkeypatch.setattr(refine, "fit_ridge_head", recording)
+    settings = replace(DEFAULT_SETTINGS, screen_rows=3000, score_rows=1000, prescreen_keep=1,
+                       varpro_min_features=300, screen_subsample_features=subsample_features)
+    refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(), settings=settings)
+    assert {rows for rows, _ in widths} == {1000, 3000}  # the first look, then the screening rows
+    for rows, width in widths:
+        assert width == (min(1500, screening_n_components(rows, settings)) if subsample_features else 1500)
+    if subsample_features:
+        assert {width for _, width in widths} == {300, default_n_components(3000)}

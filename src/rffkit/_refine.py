@@ -30,8 +30,12 @@ turn:
 Rescaling, alignment and pruning are screened on a subsample (``screen_rows`` rows;
 a move with more than ``prescreen_keep`` candidates first looks at all of them on
 ``score_rows`` rows and screens only that many of the best on all) by a ridge fit at
-the search's penalty; the best rescaled or aligned layer is confirmed once, a pruned
-one only if it screens better than the layer; every confirmation refits the head on
+the search's penalty on the layer's first ``floor(sqrt(m) log m)`` features for ``m``
+rows (Li et al., 2018; at least as many as the 'varpro' ``D`` of ``m`` rows:
+:func:`rffkit._search.screening_n_components`), not on all ``D``: the head's ``D``
+is set for all training rows, and a screening fit costs ``m D^2 + D^3 / 3``. The best
+rescaled or aligned layer is confirmed once, a pruned one only if it screens better
+than the layer; every confirmation refits the head on
 all training rows (a ridge head walks its penalty from the search head's) and, with
 a validation split, must lower the validation squared error by more than two
 standard errors of the paired per-sample differences (a small split must not pick a
@@ -50,6 +54,7 @@ import torch
 
 from ._heads import RidgeHeads
 from ._ridge import fit_ridge_head
+from ._search import screening_n_components
 from ._settings import DEFAULT_SETTINGS
 from ._validation import SEED_BOUND
 
@@ -269,9 +274,12 @@ def refine_layer(
     align = sample_frequencies is not None and X_val is not None
 
     def screen(candidate, n_rows=None):
-        Z_val = None if X_val is None else candidate(X_val)
-        return fit_ridge_head(candidate(X_screen[:n_rows]), y_screen[:n_rows], Z_val, y_val, search_alpha,
-                              settings.alpha_grid).score
+        X_rows, y_rows = X_screen[:n_rows], y_screen[:n_rows]
+        k = None
+        if settings.screen_subsample_features:
+            k = min(candidate.n_components, screening_n_components(X_rows.shape[0], settings))
+        Z_val = None if X_val is None else candidate(X_val, k)
+        return fit_ridge_head(candidate(X_rows, k), y_rows, Z_val, y_val, search_alpha, settings.alpha_grid).score
 
     loss = heads.validation_losses(head, layer)
     if linear_term and not layer.has_linear:

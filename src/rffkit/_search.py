@@ -29,6 +29,7 @@ from ._settings import DEFAULT_SETTINGS
 
 __all__ = [
     "default_n_components",
+    "screening_n_components",
     "varpro_n_components",
     "stage_evaluations",
     "search_schedule",
@@ -45,16 +46,26 @@ def default_n_components(n_samples, settings=DEFAULT_SETTINGS):
     return int(min(settings.max_default_features, max(10, math.floor(math.sqrt(n) * math.log(n)))))
 
 
+def screening_n_components(n_samples, settings=DEFAULT_SETTINGS):
+    """Features of a 'varpro' ridge fit on a subsample of ``n_samples`` rows.
+
+    :func:`default_n_components`, at least ``min(n, settings.varpro_min_features)``:
+    what the refinement moves screen their candidates with
+    (:mod:`rffkit._refine`), and the least of :func:`varpro_n_components`.
+    """
+    n = max(int(n_samples), 2)
+    return int(max(default_n_components(n, settings), min(n, settings.varpro_min_features)))
+
+
 def varpro_n_components(n_samples, settings=DEFAULT_SETTINGS):
     """The default ``D`` of the 'varpro' solver on ``n_samples`` training rows.
 
-    :func:`default_n_components`, at least ``min(n, settings.varpro_min_features)``
-    and, above ``settings.first_stage_rows`` rows, at least
-    ``min(n / 2, settings.varpro_wide_features, sqrt(settings.varpro_head_budget / n))``
+    :func:`screening_n_components` and, above ``settings.first_stage_rows`` rows, at
+    least ``min(n / 2, settings.varpro_wide_features, sqrt(settings.varpro_head_budget / n))``
     (rounded down).
     """
     n = max(int(n_samples), 2)
-    D = max(default_n_components(n, settings), min(n, settings.varpro_min_features))
+    D = screening_n_components(n, settings)
     if n > settings.first_stage_rows:
         D = max(D, min(n // 2, settings.varpro_wide_features, math.floor(math.sqrt(settings.varpro_head_budget / n))))
     return int(D)

@@ -21,9 +21,10 @@ class RFFNetSettings:
     #: Cap of the default ``floor(sqrt(n) log n)`` (Li et al., 2018): it passes 4,000 at
     #: n ~ 140,000, where one n x D float32 feature matrix takes over 2 GB.
     max_default_features: int = 4000
-    #: With the 'varpro' solver the default D is at least ``min(n, this)``: the search
-    #: keeps its own ``floor(sqrt(m) log m)`` columns per stage, and only the closed-form
-    #: head and the refinement moves see the rest, at O(n D^2).
+    #: With the 'varpro' solver the default D is at least ``min(n, this)``, and so are
+    #: the features of a refinement move's screening fit on ``n`` rows: the search keeps
+    #: its own ``floor(sqrt(m) log m)`` columns per stage, and only the closed-form head
+    #: and the refinement moves see the rest, at O(n D^2).
     varpro_min_features: int = 1000
     #: Above ``first_stage_rows`` training rows 'varpro' takes D at least
     #: ``min(n / 2, varpro_wide_features, sqrt(varpro_head_budget / n))``: as many features as
@@ -79,13 +80,18 @@ class RFFNetSettings:
     #: Relevance multipliers at which aligned frequencies are selected.
     align_scales: tuple = (1.0, 1.5, 2.0, 3.0)
     #: Candidate frequencies drawn per frequency kept, at most (the pool also shrinks
-    #: so that scoring one scale costs at most ``align_flop_budget``).
-    align_pool: int = 64
+    #: so that scoring one scale costs at most ``align_flop_budget``). The alignment is
+    #: estimated on ``score_rows`` rows: a larger pool selects more of its noise.
+    align_pool: int = 16
     align_flop_budget: float = 3e10
     #: Training rows on which the candidates are screened, and on which the frequency
     #: alignment is scored.
     screen_rows: int = 8000
     score_rows: int = 2000
+    #: True: a screening fit on ``m`` rows uses the layer's first
+    #: ``screening_n_components(m)`` features (:mod:`rffkit._search`), not all ``D``
+    #: of the head; False: all ``D``.
+    screen_subsample_features: bool = True
     #: When a move has more candidates than this (and the screening rows are more than
     #: twice ``score_rows``), all are first screened on ``score_rows`` rows, and only
     #: this many of the best on all screening rows (None: all on all rows).
