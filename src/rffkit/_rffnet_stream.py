@@ -58,7 +58,6 @@ after the other, so the peak is the larger of the two, not their sum.
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -110,8 +109,7 @@ class StreamSettings:
         refinement moves and the head layer's alignment
         (:class:`rffkit._settings.RFFNetSettings`): the head fitted on every row is
         chosen from what the sample proposes, so the sample keeps the wider screen and
-        the larger pool that an in-memory fit trades for time (see
-        ``benchmarks/results/scale.md``).
+        the larger pool that an in-memory fit trades for time.
     """
 
     search_rows: int = 20_000
@@ -124,23 +122,10 @@ class StreamSettings:
 STREAM_SETTINGS = StreamSettings()
 
 
-@contextmanager
-def _sample_settings(estimator):
-    """Run the block with the estimator's settings changed as :class:`StreamSettings` says for the sample."""
-    saved = estimator.__dict__.get("_settings", _UNSET)
-    estimator._settings = dataclasses.replace(
-        estimator._settings, align_pool=STREAM_SETTINGS.sample_align_pool,
-        screen_subsample_features=STREAM_SETTINGS.sample_screen_subsample_features)
-    try:
-        yield
-    finally:
-        if saved is _UNSET:
-            del estimator._settings
-        else:
-            estimator._settings = saved
-
-
-_UNSET = object()
+def _sample_settings(settings):
+    """``settings`` with the sample's ``align_pool`` and ``screen_subsample_features`` (:class:`StreamSettings`)."""
+    return dataclasses.replace(settings, align_pool=STREAM_SETTINGS.sample_align_pool,
+                               screen_subsample_features=STREAM_SETTINGS.sample_screen_subsample_features)
 
 
 def is_stream(X):
@@ -422,16 +407,16 @@ def fit_stream(estimator, X, y):
             problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
                                       validation_fraction=fraction, split_seed=split_seed, generator=generator,
                                       validated=validated, heads=heads)
-            with _sample_settings(estimator):
-                model, history, alpha = estimator._solve_varpro(problem, progress)
-                layers = [extended_layer(model.rff, full)]
-                if estimator.align_frequencies and problem.X_val is not None and layers[0].n_components > d_search:
-                    progress.stage(f"head layer: {layers[0].n_components} aligned frequencies screened on the sample")
-                    layers, _ = head_layer_candidates(
-                        layers[0], problem.X_train, problem.y_train, problem.X_val, problem.y_val, alpha=alpha,
-                        generator=generator, settings=estimator._settings,
-                        sample_frequencies=KERNELS[estimator.kernel].sample_frequencies)
-                    layers = layers[:n_candidates]
+            settings = _sample_settings(estimator._settings)
+            model, history, alpha = estimator._solve_varpro(problem, progress, settings)
+            layers = [extended_layer(model.rff, full)]
+            if estimator.align_frequencies and problem.X_val is not None and layers[0].n_components > d_search:
+                progress.stage(f"head layer: {layers[0].n_components} aligned frequencies screened on the sample")
+                layers, _ = head_layer_candidates(
+                    layers[0], problem.X_train, problem.y_train, problem.X_val, problem.y_val, alpha=alpha,
+                    generator=generator, settings=settings,
+                    sample_frequencies=KERNELS[estimator.kernel].sample_frequencies)
+                layers = layers[:n_candidates]
             return [layer.to("cpu") for layer in layers], history
 
         # two candidate heads in the last pass when the budget holds their four statistics

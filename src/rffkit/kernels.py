@@ -85,15 +85,8 @@ import numpy as np
 from scipy import special, stats
 
 from . import _samplers
-from ._profiles import (
-    bernoulli_cosine_series,
-    cauchy_profile,
-    gaussian_profile,
-    induced_profile,
-    laplacian_profile,
-    matern_profile,
-    spline_profile_1d,
-)
+from ._profiles import (bernoulli_cosine_series, cauchy_profile, gaussian_profile, induced_profile, laplacian_profile,
+                        matern_profile, spline_profile_1d)
 
 __all__ = [
     "Kernel",
