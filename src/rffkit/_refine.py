@@ -47,6 +47,7 @@ layers are new objects: nothing is changed in place.
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -59,6 +60,13 @@ from ._settings import DEFAULT_SETTINGS
 from ._validation import SEED_BOUND
 
 __all__ = ["relevance_groups", "target_spectrum", "refine_layer"]
+
+#: Each move's screening scores and confirmations, at DEBUG (``logging.getLogger("rffkit").setLevel``).
+logger = logging.getLogger("rffkit.refine")
+
+
+def _relevances_text(layer):
+    return "[" + " ".join(f"{value:.3g}" for value in layer.relevances.detach().cpu().tolist()) + "]"
 
 
 def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
@@ -191,7 +199,11 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
     loss = heads.validation_losses(head, layer)
     gain = (kept_loss - loss).double()
     threshold = z * gain.std() / math.sqrt(gain.shape[0])
-    return head, bool(gain.mean() > threshold), loss
+    accepted = bool(gain.mean() > threshold)
+    logger.debug("confirmation: validation loss gain %.4g (threshold %.4g, %d rows): %s; relevances %s",
+                 float(gain.mean()), float(threshold), gain.shape[0], "kept" if accepted else "rejected",
+                 _relevances_text(layer))
+    return head, accepted, loss
 
 
 def _prune(layer, heads, head, loss, settings, screen=None):
@@ -289,6 +301,7 @@ def refine_layer(
         if accepted:
             layer, head, loss = candidate, new_head, new_loss
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
+    logger.debug("refinement of %s: screening score %.5g", _relevances_text(layer), best_score)
 
     def consider(candidates):
         nonlocal best, best_score
@@ -297,10 +310,15 @@ def refine_layer(
         if keep is not None and len(candidates) > keep and X_screen.shape[0] > 2 * settings.score_rows:
             # a first look on fewer rows; only the most promising are screened on all of them
             first = [screen(candidate, settings.score_rows) for candidate in candidates]
-            candidates = [candidates[k] for k in sorted(np.argsort(first, kind="stable")[:keep])]
+            chosen = sorted(np.argsort(first, kind="stable")[:keep])
+            logger.debug("prescreen on %d rows: candidates %s of %d kept (scores %s)", settings.score_rows,
+                         [int(k) for k in chosen], len(candidates), " ".join(f"{value:.4g}" for value in first))
+            candidates = [candidates[k] for k in chosen]
         for candidate in candidates:
             value = screen(candidate)
             if value < best_score * (1.0 - settings.margin):
+                logger.debug("screening: %.5g beats %.5g; relevances %s", value, best_score,
+                             _relevances_text(candidate))
                 best, best_score = candidate, value
 
     if rescale_groups:

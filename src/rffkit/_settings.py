@@ -94,8 +94,12 @@ class RFFNetSettings:
     screen_subsample_features: bool = True
     #: When a move has more candidates than this (and the screening rows are more than
     #: twice ``score_rows``), all are first screened on ``score_rows`` rows, and only
-    #: this many of the best on all screening rows (None: all on all rows).
-    prescreen_keep: int | None = 3
+    #: this many of the best on all screening rows (None: all on all rows). The first
+    #: look favours the smoother candidates (a rougher kernel needs more rows), so it
+    #: must not keep too few: when ``group_gap`` splits a pair of partners into two
+    #: singleton groups, the singletons' rescalings look better on few rows than the
+    #: pair's, which is the move that helps.
+    prescreen_keep: int | None = 6
     #: A screened candidate must beat the best so far by this relative margin (and a
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01
