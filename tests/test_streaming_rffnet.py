@@ -378,12 +378,13 @@ def test_the_sample_is_searched_and_screened_with_the_stream_settings(data, monk
     aligned = refine._aligned_layers
 
     def spy(layer, X, y, sample_frequencies, generator, settings):
-        seen.append((settings.align_pool, settings.screen_subsample_features))
+        seen.append((settings.align_pool, settings.screen_subsample_features, settings.score_rows))
         return aligned(layer, X, y, sample_frequencies, generator, settings)
 
     monkeypatch.setattr(refine, "_aligned_layers", spy)
     monkeypatch.setattr("rffkit._head_layer._aligned_layers", spy)
-    monkeypatch.setattr(stream, "STREAM_SETTINGS", stream.StreamSettings(search_rows=SEARCH_ROWS, sample_align_pool=7))
+    monkeypatch.setattr(stream, "STREAM_SETTINGS", stream.StreamSettings(search_rows=SEARCH_ROWS, sample_align_pool=7,
+                                                                             sample_score_rows=123))
     model = RFFNetRegressor(**EXTENDED).fit(ArraySource(X, y))
-    assert seen and all(item == (7, False) for item in seen)
+    assert seen and all(item == (7, False, 123) for item in seen)
     assert "_settings" not in vars(model)
