@@ -30,10 +30,10 @@ turn:
 Rescaling, alignment and pruning are screened on a subsample (``screen_rows`` rows;
 a move with more than ``prescreen_keep`` candidates first looks at all of them on
 ``score_rows`` rows and screens only that many of the best on all) by a ridge fit at
-the search's penalty on the layer's first ``floor(sqrt(m) log m)`` features for ``m``
-rows (Li et al., 2018; at least as many as the 'varpro' ``D`` of ``m`` rows:
-:func:`rffkit._search.screening_n_components`), not on all ``D``: the head's ``D``
-is set for all training rows, and a screening fit costs ``m D^2 + D^3 / 3``. The best
+the search's penalty on all ``D`` features of the layer (with
+``settings.screen_subsample_features``, on its first ``floor(sqrt(m) log m)`` for ``m``
+rows, Li et al., 2018: :func:`rffkit._search.screening_n_components`; cheaper, as a
+screening fit costs ``m D^2 + D^3 / 3``, but biased to smoother candidates). The best
 rescaled or aligned layer is confirmed once, a pruned one only if it screens better
 than the layer; every confirmation refits the head on
 all training rows (a ridge head walks its penalty from the search head's) and, with

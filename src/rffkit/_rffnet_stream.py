@@ -104,20 +104,18 @@ class StreamSettings:
         they cost little memory); a screen on a few hundred rows picks candidates by luck.
     feature_itemsize : int
         Bytes per feature value of the streamed blocks (float32).
-    sample_align_pool, sample_screen_subsample_features, sample_score_rows : int, bool, int
-        ``align_pool``, ``screen_subsample_features`` and ``score_rows`` of the sample's
-        search, its refinement moves and the head layer's alignment
-        (:class:`rffkit._settings.RFFNetSettings`): the head fitted on every row is
-        chosen from what the sample proposes, so the sample keeps the wider screen, the
-        larger pool and the alignment scored on all the screening rows (with no first look
-        on fewer rows) that an in-memory fit trades for time.
+    sample_align_pool, sample_score_rows : int
+        ``align_pool`` and ``score_rows`` of the sample's search, its refinement moves and
+        the head layer's alignment (:class:`rffkit._settings.RFFNetSettings`): the head
+        fitted on every row is chosen from what the sample proposes, so the sample keeps
+        the larger pool and the alignment scored on all the screening rows (with no first
+        look on fewer rows) that an in-memory fit trades for time.
     """
 
     search_rows: int = 20_000
     validation_rows: int = 20_000
     feature_itemsize: int = 4
     sample_align_pool: int = 64
-    sample_screen_subsample_features: bool = False
     sample_score_rows: int = 8_000
 
 
@@ -125,9 +123,8 @@ STREAM_SETTINGS = StreamSettings()
 
 
 def _sample_settings(settings):
-    """``settings`` with the sample's ``align_pool``, ``screen_subsample_features`` and ``score_rows`` (:class:`StreamSettings`)."""
+    """``settings`` with the sample's ``align_pool`` and ``score_rows`` (:class:`StreamSettings`)."""
     return dataclasses.replace(settings, align_pool=STREAM_SETTINGS.sample_align_pool,
-                               screen_subsample_features=STREAM_SETTINGS.sample_screen_subsample_features,
                                score_rows=STREAM_SETTINGS.sample_score_rows)
 
 

@@ -90,8 +90,10 @@ class RFFNetSettings:
     score_rows: int = 2000
     #: True: a screening fit on ``m`` rows uses the layer's first
     #: ``screening_n_components(m)`` features (:mod:`rffkit._search`), not all ``D``
-    #: of the head; False: all ``D``.
-    screen_subsample_features: bool = True
+    #: of the head; False: all ``D``. Fewer features favour the smoother candidates
+    #: (a rougher kernel needs more of them), against the rescaling move that
+    #: sharpens a group the search left too smooth.
+    screen_subsample_features: bool = False
     #: When a move has more candidates than this (and the screening rows are more than
     #: twice ``score_rows``), all are first screened on ``score_rows`` rows, and only
     #: this many of the best on all screening rows (None: all on all rows). The first
