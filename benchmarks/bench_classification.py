@@ -134,7 +134,9 @@ def candidates(method, seed):
 
 
 def _label(kwargs):
-    return ", ".join(f"{key}={value:g}" for key, value in kwargs.items())
+    """``key=value, ...``: numbers in the short ``g`` format, anything else (alpha='auto', a solver) as it is."""
+    return ", ".join(f"{key}={value:g}" if isinstance(value, (int, float)) else f"{key}={value}"
+                     for key, value in kwargs.items())
 
 
 # -- one fit in a forked child ----------------------------------------------------------
