@@ -104,28 +104,25 @@ class StreamSettings:
         they cost little memory); a screen on a few hundred rows picks candidates by luck.
     feature_itemsize : int
         Bytes per feature value of the streamed blocks (float32).
-    sample_align_pool, sample_score_rows : int
-        ``align_pool`` and ``score_rows`` of the sample's search, its refinement moves and
-        the head layer's alignment (:class:`rffkit._settings.RFFNetSettings`): the head
-        fitted on every row is chosen from what the sample proposes, so the sample keeps
-        the larger pool and the alignment scored on all the screening rows (with no first
-        look on fewer rows) that an in-memory fit trades for time.
+    sample_align_pool : int
+        ``align_pool`` of the sample's search, its refinement moves and the head layer's
+        alignment (:class:`rffkit._settings.RFFNetSettings`): the head fitted on every row
+        is chosen from what the sample proposes, so the sample keeps the larger pool that
+        an in-memory fit trades for time.
     """
 
     search_rows: int = 20_000
     validation_rows: int = 20_000
     feature_itemsize: int = 4
     sample_align_pool: int = 64
-    sample_score_rows: int = 8_000
 
 
 STREAM_SETTINGS = StreamSettings()
 
 
 def _sample_settings(settings):
-    """``settings`` with the sample's ``align_pool`` and ``score_rows`` (:class:`StreamSettings`)."""
-    return dataclasses.replace(settings, align_pool=STREAM_SETTINGS.sample_align_pool,
-                               score_rows=STREAM_SETTINGS.sample_score_rows)
+    """``settings`` with the sample's ``align_pool`` (:class:`StreamSettings`)."""
+    return dataclasses.replace(settings, align_pool=STREAM_SETTINGS.sample_align_pool)
 
 
 def is_stream(X):
