@@ -367,23 +367,3 @@ def test_paired_loss_gain_equals_the_in_memory_differences(data):
     assert gain.std() == pytest.approx(float(reference.std()), rel=1e-6)
     with pytest.raises(TypeError, match="same validation rows"):
         kept - reference
-
-
-def test_the_sample_is_searched_and_screened_with_the_stream_settings(data, monkeypatch):
-    """The sample's search, moves and head-layer alignment run on StreamSettings' alignment pool, then the estimator's settings are back."""
-    import rffkit._refine as refine
-
-    X, y = data
-    seen = []
-    aligned = refine._aligned_layers
-
-    def spy(layer, X, y, sample_frequencies, generator, settings):
-        seen.append(settings.align_pool)
-        return aligned(layer, X, y, sample_frequencies, generator, settings)
-
-    monkeypatch.setattr(refine, "_aligned_layers", spy)
-    monkeypatch.setattr("rffkit._head_layer._aligned_layers", spy)
-    monkeypatch.setattr(stream, "STREAM_SETTINGS", stream.StreamSettings(search_rows=SEARCH_ROWS, sample_align_pool=7))
-    model = RFFNetRegressor(**EXTENDED).fit(ArraySource(X, y))
-    assert seen and all(pool == 7 for pool in seen)
-    assert "_settings" not in vars(model)

@@ -263,17 +263,15 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             variant=self.variant,
         )
 
-    def _solve_varpro(self, problem, progress, settings=None):
+    def _solve_varpro(self, problem, progress):
         """Relevance search, head, refinement moves: ``(model, history, alpha)``.
 
         The search and the screening of the refinement moves fit ridge on the
         least-squares target (:meth:`_surrogate_target`); the model's head is the one
         :meth:`_output_heads` fits (ridge for the regressor, logistic for the
         classifier), and with a validation split that head judges the refinement moves.
-        ``settings`` replaces the estimator's for the search and the moves (a streamed
-        fit's sample, :mod:`rffkit._rffnet_stream`).
         """
-        p, settings = problem, settings or self._settings
+        p, settings = problem, self._settings
         auto_alpha = isinstance(self.alpha, str)
         y_train, y_val = self._surrogate_target(p.y_train, p.n_outputs), self._surrogate_target(p.y_val, p.n_outputs)
         found = search_relevances(

@@ -57,7 +57,6 @@ after the other, so the peak is the larger of the two, not their sum.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -104,25 +103,14 @@ class StreamSettings:
         they cost little memory); a screen on a few hundred rows picks candidates by luck.
     feature_itemsize : int
         Bytes per feature value of the streamed blocks (float32).
-    sample_align_pool : int
-        ``align_pool`` of the sample's search, its refinement moves and the head layer's
-        alignment (:class:`rffkit._settings.RFFNetSettings`): the head fitted on every row
-        is chosen from what the sample proposes, so the sample keeps the larger pool that
-        an in-memory fit trades for time.
     """
 
     search_rows: int = 20_000
     validation_rows: int = 20_000
     feature_itemsize: int = 4
-    sample_align_pool: int = 64
 
 
 STREAM_SETTINGS = StreamSettings()
-
-
-def _sample_settings(settings):
-    """``settings`` with the sample's ``align_pool`` (:class:`StreamSettings`)."""
-    return dataclasses.replace(settings, align_pool=STREAM_SETTINGS.sample_align_pool)
 
 
 def is_stream(X):
@@ -404,14 +392,13 @@ def fit_stream(estimator, X, y):
             problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
                                       validation_fraction=fraction, split_seed=split_seed, generator=generator,
                                       validated=validated, heads=heads)
-            settings = _sample_settings(estimator._settings)
-            model, history, alpha = estimator._solve_varpro(problem, progress, settings)
+            model, history, alpha = estimator._solve_varpro(problem, progress)
             layers = [extended_layer(model.rff, full)]
             if estimator.align_frequencies and problem.X_val is not None and layers[0].n_components > d_search:
                 progress.stage(f"head layer: {layers[0].n_components} aligned frequencies screened on the sample")
                 layers, _ = head_layer_candidates(
                     layers[0], problem.X_train, problem.y_train, problem.X_val, problem.y_val, alpha=alpha,
-                    generator=generator, settings=settings,
+                    generator=generator, settings=estimator._settings,
                     sample_frequencies=KERNELS[estimator.kernel].sample_frequencies)
                 layers = layers[:n_candidates]
             return [layer.to("cpu") for layer in layers], history
