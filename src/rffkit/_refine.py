@@ -61,12 +61,19 @@ from ._validation import SEED_BOUND
 
 __all__ = ["relevance_groups", "target_spectrum", "refine_layer"]
 
-#: Each move's screening scores and confirmations, at DEBUG (``logging.getLogger("rffkit").setLevel``).
+#: Each move's screening scores and confirmations, at DEBUG (``logging.getLogger("rffkit.refine").setLevel``).
 logger = logging.getLogger("rffkit.refine")
 
 
-def _relevances_text(layer):
-    return "[" + " ".join(f"{value:.3g}" for value in layer.relevances.detach().cpu().tolist()) + "]"
+class _Numbers:
+    """A vector (tensor or sequence) written ``[a b c]`` to a few digits, only if a record is emitted."""
+
+    def __init__(self, values, digits=3):
+        self.values, self.digits = values, digits
+
+    def __str__(self):
+        values = self.values.detach().cpu().tolist() if torch.is_tensor(self.values) else self.values
+        return "[" + " ".join(f"{value:.{self.digits}g}" for value in values) + "]"
 
 
 def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
@@ -198,11 +205,10 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
         return head, bool(head.score < kept_head.score * (1.0 - settings.margin)), None
     loss = heads.validation_losses(head, layer)
     gain = (kept_loss - loss).double()
-    threshold = z * gain.std() / math.sqrt(gain.shape[0])
-    accepted = bool(gain.mean() > threshold)
+    mean, threshold = float(gain.mean()), float(z * gain.std() / math.sqrt(gain.shape[0]))
+    accepted = mean > threshold
     logger.debug("confirmation: validation loss gain %.4g (threshold %.4g, %d rows): %s; relevances %s",
-                 float(gain.mean()), float(threshold), gain.shape[0], "kept" if accepted else "rejected",
-                 _relevances_text(layer))
+                 mean, threshold, gain.shape[0], "kept" if accepted else "rejected", _Numbers(layer.relevances))
     return head, accepted, loss
 
 
@@ -301,7 +307,7 @@ def refine_layer(
         if accepted:
             layer, head, loss = candidate, new_head, new_loss
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
-    logger.debug("refinement of %s: screening score %.5g", _relevances_text(layer), best_score)
+    logger.debug("refinement of %s: screening score %.5g", _Numbers(layer.relevances), best_score)
 
     def consider(candidates):
         nonlocal best, best_score
@@ -312,13 +318,13 @@ def refine_layer(
             first = [screen(candidate, settings.score_rows) for candidate in candidates]
             chosen = sorted(np.argsort(first, kind="stable")[:keep])
             logger.debug("prescreen on %d rows: candidates %s of %d kept (scores %s)", settings.score_rows,
-                         [int(k) for k in chosen], len(candidates), " ".join(f"{value:.4g}" for value in first))
+                         _Numbers(chosen), len(candidates), _Numbers(first, digits=4))
             candidates = [candidates[k] for k in chosen]
         for candidate in candidates:
             value = screen(candidate)
             if value < best_score * (1.0 - settings.margin):
                 logger.debug("screening: %.5g beats %.5g; relevances %s", value, best_score,
-                             _relevances_text(candidate))
+                             _Numbers(candidate.relevances))
                 best, best_score = candidate, value
 
     if rescale_groups:
