@@ -173,3 +173,42 @@ def test_busy_cores_sees_a_spinning_process():
             spinner.kill()
             spinner.wait()
     assert busy >= min(baseline, guards._available_cores() - 1) + 0.5, (baseline, busy)
+
+
+def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch_threads, spy, monkeypatch):
+    """Torch gets the threads; NumPy's and SciPy's BLAS one, but for a Gram matrix above the threshold."""
+    import rffkit._ridge as ridge
+
+    X, y = _data()
+    with rffkit.config_context(n_threads=2):
+        RFFNetRegressor(n_components=16, max_iter=5, random_state=0).fit(X, y)
+    assert spy and all(threads == 2 and blas <= {1} for threads, blas in spy), spy
+
+    from contextlib import contextmanager
+
+    seen = []
+    original = ridge.large_blas_call
+
+    def blas():
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    @contextmanager
+    def spying_call():
+        with original():
+            seen.append(blas())
+            yield
+
+    monkeypatch.setattr(ridge, "large_blas_call", spying_call)
+    Z = torch.randn(2000, 80, dtype=torch.float64)  # 1.3e7 multiply-adds: syrk, below the threaded size
+    with rffkit.config_context(n_threads=2), guards.limited_threads():
+        small = ridge.gram_matrix(Z)
+        assert seen == [] and blas() == {1}
+        monkeypatch.setattr(ridge, "_SYRK_THREADED_WORK", 1e7)
+        large = ridge.gram_matrix(Z)
+        assert seen == [{2}] and blas() == {1}
+    torch.testing.assert_close(small, Z.T @ Z)
+    torch.testing.assert_close(large, Z.T @ Z)
+    seen.clear()
+    with rffkit.config_context(n_threads="inherit"), guards.limited_threads():
+        ridge.gram_matrix(Z)  # no limits under 'inherit': the BLAS keeps its own count
+    assert seen == [blas()]

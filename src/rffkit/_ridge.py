@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._guards import large_blas_call
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
@@ -63,6 +64,8 @@ class RidgeHead:
 
 #: Below this many multiply-adds a Gram matrix is one plain product (SYRK's set-up does not pay).
 _SYRK_MIN_WORK = 1e7
+#: From this many multiply-adds ``syrk`` runs on all of rffkit's threads, below on one (see large_blas_call).
+_SYRK_THREADED_WORK = 1e10
 
 
 def _syrk_upper(Z):
@@ -73,7 +76,11 @@ def _syrk_upper(Z):
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     # a C-ordered (n, D) array is the Fortran-ordered (D, n) Z^T: syrk forms Z^T (Z^T)^T without a copy
-    return torch.from_numpy((ssyrk if Z.dtype == torch.float32 else dsyrk)(1.0, array.T, trans=0, lower=0))
+    syrk = ssyrk if Z.dtype == torch.float32 else dsyrk
+    if float(array.shape[0]) * array.shape[1] ** 2 < _SYRK_THREADED_WORK:
+        return torch.from_numpy(syrk(1.0, array.T, trans=0, lower=0))
+    with large_blas_call():
+        return torch.from_numpy(syrk(1.0, array.T, trans=0, lower=0))
 
 
 def _mirrored(upper):

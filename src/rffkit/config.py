@@ -3,9 +3,12 @@
 Threads
 -------
 Every ``fit``, ``predict``, ``predict_proba``, ``decision_function`` and ``transform`` of
-rffkit runs torch's intra-op thread pool and the BLAS under NumPy and SciPy on a bounded
-number of threads, and sets both back to what they were when the call returns (or
-raises). Choose the number for a block of code or for the rest of the session::
+rffkit runs torch's intra-op thread pool on a bounded number of threads, and the BLAS
+under NumPy and SciPy on one thread (on torch's count only for a large Gram matrix, which
+SciPy's ``syrk`` computes): the algebra is torch's, and where calls alternate between the
+two libraries the idle threads of one pool spin while the other's want the cores. Both
+counts are set back to what they were when the call returns (or raises). Choose the
+number for a block of code or for the rest of the session::
 
     import rffkit
 

@@ -1,0 +1,99 @@
+"""Two thread pools on an idle machine: RFFNet's default fit on 1 and 2 threads.
+
+rffkit's algebra runs in torch (MKL and torch's OpenMP pool); SciPy's L-BFGS-B and the
+``syrk`` that forms Gram matrices run in NumPy's and SciPy's OpenBLAS, which has a pool of
+its own. When both pools hold two threads on two cores and calls alternate between them,
+each pool's idle threads spin while the other's want the cores. This benchmark fits
+``RFFNetRegressor(random_state=0)`` on Gregorová's SE1 at several sizes (2,000 test rows),
+each fit in a fresh process, three ways:
+
+- ``1 thread``: ``n_threads=1``;
+- ``2 threads, BLAS 2``: torch and the BLAS both on 2 threads (``n_threads='inherit'``
+  after ``torch.set_num_threads(2)`` and ``threadpool_limits(2)``), which is what
+  ``n_threads=2`` (and ``'auto'`` on an idle two-core machine) did before the BLAS got
+  one thread inside rffkit's calls;
+- ``2 threads``: ``n_threads=2``: torch on 2 threads, the BLAS on one except for Gram
+  matrices of at least ``_SYRK_THREADED_WORK`` multiply-adds.
+
+Wall and CPU seconds of the fit, test MSE and the load average are recorded; run it
+alone, as each fit wants both cores. Writes ``benchmarks/results/threads.md`` and ``.csv``.
+
+Usage: python benchmarks/bench_threads.py [--sizes 1500 3000 10000 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from _common import add_quiet_argument, code_version, in_fresh_process, load_average, progress, say, write_csv_atomically
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WAYS = ("1 thread", "2 threads, BLAS 2", "2 threads")
+
+
+def _fit(way, rows, queue):
+    import warnings
+
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    import rffkit
+    from rffkit.datasets import make_gregorova_se1
+
+    X, y = make_gregorova_se1(rows, random_state=0)
+    X_test, y_test = make_gregorova_se1(2000, random_state=1)
+    if way == "2 threads, BLAS 2":
+        torch.set_num_threads(2)
+        threadpool_limits(2, user_api="blas")
+        setting = "inherit"
+    else:
+        setting = 1 if way == "1 thread" else 2
+    load = load_average()
+    wall, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings(), rffkit.config_context(n_threads=setting):
+        warnings.simplefilter("ignore")
+        model = rffkit.RFFNetRegressor(random_state=0).fit(X, y)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    mse = float(np.mean((model.predict(X_test) - y_test) ** 2))
+    queue.put(dict(rows=rows, way=way, wall_s=round(wall, 2), cpu_s=round(cpu, 2), test_mse=round(mse, 5), load=load))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1500, 3000, 10000, 50000])
+    add_quiet_argument(parser)
+    args = parser.parse_args()
+    units = [(rows, way) for rows in args.sizes for way in WAYS]
+    rows = []
+    for size, way in progress(units, desc="threads", quiet=args.quiet, label=lambda u: f"{u[0]} rows, {u[1]}"):
+        rows.append(in_fresh_process(_fit, way, size))
+        say(rows[-1])
+    fields = ["rows", "way", "wall_s", "cpu_s", "test_mse", "load"]
+    RESULTS.mkdir(exist_ok=True)
+    write_csv_atomically(RESULTS / "threads.csv", fields, rows)
+    by = {(r["rows"], r["way"]): r for r in rows}
+    lines = [
+        "# RFFNet's default fit on 1 and 2 threads (SE1, idle two-core machine)",
+        "",
+        f"Written by `benchmarks/bench_threads.py` at {code_version()}; each fit in a fresh process, "
+        "`RFFNetRegressor(random_state=0)`, 2,000 test rows; wall / CPU seconds of the fit; "
+        "load average (1, 5, 15 min) when the fit started.",
+        "",
+        "| rows | " + " | ".join(f"{w}: wall s (CPU s)" for w in WAYS) + " | BLAS 2 / now (wall) | test MSE (1 thread; now) | load |",
+        "|---|" + "---|" * (len(WAYS) + 3),
+    ]
+    for size in args.sizes:
+        cells = [f"{by[size, w]['wall_s']:.1f} ({by[size, w]['cpu_s']:.1f})" for w in WAYS]
+        ratio = by[size, "2 threads, BLAS 2"]["wall_s"] / by[size, "2 threads"]["wall_s"]
+        mses = f"{by[size, '1 thread']['test_mse']:.4f}; {by[size, '2 threads']['test_mse']:.4f}"
+        loads = "; ".join(by[size, w]["load"].split(",")[0] for w in WAYS)
+        lines.append(f"| {size:,} | " + " | ".join(cells) + f" | {ratio:.2f} | {mses} | {loads} |")
+    (RESULTS / "threads.md").write_text("\n".join(lines) + "\n")
+    say("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
