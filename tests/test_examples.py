@@ -25,6 +25,7 @@ def test_diabetes_regression(capsys):
     assert scores["RFFNetRegressor"] > 0.3 and scores["RFFRidge"] > 0.2 and scores["RidgeCV (linear)"] > 0.3
 
 
+@pytest.mark.slow  # 8 s; the classifier's default fit is tested in test_rffnet and bench_classification
 def test_breast_cancer_classification(capsys):
     accuracy = _main("breast_cancer_classification")()
     output = capsys.readouterr().out

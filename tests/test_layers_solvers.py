@@ -313,7 +313,8 @@ def _ridge_function_problem(n=4000, n_val=1000, p=6, seed=1):
     return as_t(X[:n]), as_t(y[:n, None]), as_t(X[n:]), as_t(y[n:, None])
 
 
-@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+# 'cos' is slow (5 s); the move itself is the same for both variants
+@pytest.mark.parametrize("variant", [pytest.param("cos", marks=pytest.mark.slow), "cos_sin"])
 def test_refine_layer_aligns_frequencies_with_a_ridge_function(variant):
     """The draw is replaced by the best-aligned part of a larger one; fresh data agrees."""
     X, y, X_val, y_val = _ridge_function_problem()

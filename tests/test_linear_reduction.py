@@ -154,6 +154,12 @@ def test_cross_validation_judges_the_kernel_and_the_linear_fits_on_held_out_rows
     np.testing.assert_allclose(linear.numpy(), _fold_reference_losses(X, y, folds, 1e-2), rtol=1e-6, atol=1e-9)
     assert torch.all(kernel >= 0) and kernel.shape == (4,)
     assert bool(torch.all(kernel < linear)) == (kind == "sine") and bool(torch.all(kernel > linear)) == (kind == "linear")
+    # stopped once the kernel fit has lost more than one fold: the same folds, as many as decide it
+    kernel_1, linear_1 = judge_by_cross_validation(estimator, torch.as_tensor(X), torch.as_tensor(y[:, None]),
+                                                   make_heads, folds, seed=1, decided_after=1)
+    assert kernel_1.shape == ((2,) if kind == "linear" else (4,))
+    torch.testing.assert_close(kernel_1, kernel[: kernel_1.shape[0]])
+    torch.testing.assert_close(linear_1, linear[: linear_1.shape[0]])
 
 
 def test_small_regression_reduces_to_ridge_on_all_rows_when_the_kernel_does_not_beat_it_in_cross_validation():

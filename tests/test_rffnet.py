@@ -64,6 +64,7 @@ def test_default_n_components_is_the_square_root_rule():
     assert no_split.n_components_ == math.floor(math.sqrt(500) * math.log(500))
 
 
+@pytest.mark.slow  # 6 s; test_learns_se1_at_defaults ranks the relevant features of a default fit
 def test_irrelevant_feature_fades_on_jordan_se1():
     X, y = make_jordan_se1(1500, random_state=0)
     model = RFFNetRegressor(random_state=0).fit(X, y)
@@ -87,19 +88,24 @@ def test_raw_units_do_not_change_the_ranking(solver):
     assert np.argmax(b.feature_importances_) == 0
 
 
-def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
-    """alpha='auto' (the default) picks a grid value at least as good on validation as 1e-4."""
+def test_auto_alpha_is_a_grid_value_and_is_validated(se1, se1_model):
     from rffkit._settings import DEFAULT_SETTINGS
 
-    X, y, X_test, y_test = se1
+    X, y, _, _ = se1
     assert se1_model.alpha == "auto" and se1_model.alpha_ in DEFAULT_SETTINGS.alpha_grid
+    assert RFFNetRegressor(solver="adam", max_iter=2, random_state=0).fit(X[:300], y[:300]).alpha_ == 1e-4
+    with pytest.raises(ValueError, match="alpha"):
+        RFFNetRegressor(alpha="gcv").fit(X_OK, Y_OK)
+
+
+@pytest.mark.slow  # 7-13 s: a second default fit on 3,000 rows
+def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
+    """alpha='auto' (the default) picks a grid value at least as good on validation as 1e-4."""
+    X, y, _, _ = se1
     fixed = RFFNetRegressor(random_state=0, alpha=1e-4, rescale_groups=False).fit(X, y)
     # 'auto' starts from the same search and only accepts what validates better: its
     # grid holds 1e-4, the fallback searches and group rescaling must beat it
     assert se1_model.best_validation_loss_ <= fixed.best_validation_loss_ * (1 + 1e-6)
-    assert RFFNetRegressor(solver="adam", max_iter=2, random_state=0).fit(X[:300], y[:300]).alpha_ == 1e-4
-    with pytest.raises(ValueError, match="alpha"):
-        RFFNetRegressor(alpha="gcv").fit(X_OK, Y_OK)
 
 
 def test_rescale_groups_escapes_a_too_smooth_search():

@@ -60,6 +60,7 @@ def test_summaries_match_the_importance_matrix(rffnet_result):
     assert np.all(result.std[1:] > 0)
 
 
+@pytest.mark.slow  # 9 s: joblib starts two worker processes, each importing torch
 def test_rffnet_results_independent_of_n_jobs(jordan, rffnet_result):
     X, y = jordan
     # resample r depends on (random_state, r) only: two resamples reproduce the first two of eight
