@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -183,8 +184,6 @@ def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch
     with rffkit.config_context(n_threads=2):
         RFFNetRegressor(n_components=16, max_iter=5, random_state=0).fit(X, y)
     assert spy and all(threads == 2 and blas <= {1} for threads, blas in spy), spy
-
-    from contextlib import contextmanager
 
     seen = []
     original = ridge.large_blas_call

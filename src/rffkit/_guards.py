@@ -109,7 +109,7 @@ def blas_threads():
 @contextmanager
 def limited_threads():
     """Run the block on the threads the configuration asks for, then restore them."""
-    if getattr(_state, "depth", 0):
+    if getattr(_state, "threads", None):  # inside another rffkit call: its counts hold
         yield
         return
     setting = get_config()["n_threads"]
@@ -118,7 +118,7 @@ def limited_threads():
         return
     previous = torch.get_num_threads()
     n_threads = auto_threads(previous) if setting == "auto" else int(setting)
-    _state.depth, _state.threads = 1, n_threads
+    _state.threads = n_threads
     try:
         if n_threads != previous:
             torch.set_num_threads(n_threads)
@@ -130,7 +130,7 @@ def limited_threads():
         with blas_threads().limit(limits=1, user_api="blas"):
             yield
     finally:
-        _state.depth, _state.threads = 0, None
+        _state.threads = None
         if torch.get_num_threads() != previous:
             torch.set_num_threads(previous)
 

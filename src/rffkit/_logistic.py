@@ -169,7 +169,9 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
 
     # SciPy's L-BFGS-B works on vectors of D x K numbers, where BLAS threads gain nothing; on
     # more than one thread they and torch's OpenMP threads, called in turn every evaluation,
-    # wait on each other (a 600 x 540, 3-class fit on 2 threads: 137 s, 20 s with this limit)
+    # wait on each other (a 600 x 540, 3-class fit on 2 threads: 137 s, 20 s with this limit).
+    # Estimators already run with the BLAS on one thread (_guards.limited_threads); this
+    # limit is for callers of the public rffkit.logistic.fit_logistic.
     with blas_threads().limit(limits=1, user_api="blas"):
         result = minimize(objective, initial, jac=True, method="L-BFGS-B",
                           options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,

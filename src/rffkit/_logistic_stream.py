@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._guards import blas_threads
 from ._logistic import _as_target, _sample_losses, objective_and_gradient
 from ._streaming import validation_mask
 from ._sufficient import block_rows_for
@@ -241,10 +240,10 @@ class StreamedLogistic:
 
         initial = torch.cat([theta0.reshape(-1), centred_bias0]).cpu().numpy()
         bounds = None if fit_intercept else [(None, None)] * (D * K) + [(0.0, 0.0)] * K
-        with blas_threads().limit(limits=1, user_api="blas"):
-            result = minimize(objective, initial, jac=True, method="L-BFGS-B", bounds=bounds,
-                              options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,
-                                       "maxcor": history_size})
+        # the BLAS is on one thread here, as in every estimator's fit (_guards.limited_threads)
+        result = minimize(objective, initial, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={"maxiter": max_iter, "maxfun": 2 * max_iter, "gtol": tol, "ftol": 0.0,
+                                   "maxcor": history_size})
         info = seen.get(result.x.tobytes())
         if info is None:  # L-BFGS-B returned a point it did not evaluate last: one more pass
             objective(result.x)

@@ -17,6 +17,7 @@ of a random-feature model with its penalty chosen along a path
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,11 +77,9 @@ def _syrk_upper(Z):
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     # a C-ordered (n, D) array is the Fortran-ordered (D, n) Z^T: syrk forms Z^T (Z^T)^T without a copy
-    syrk = ssyrk if Z.dtype == torch.float32 else dsyrk
-    if float(array.shape[0]) * array.shape[1] ** 2 < _SYRK_THREADED_WORK:
-        return torch.from_numpy(syrk(1.0, array.T, trans=0, lower=0))
-    with large_blas_call():
-        return torch.from_numpy(syrk(1.0, array.T, trans=0, lower=0))
+    large = float(array.shape[0]) * array.shape[1] ** 2 >= _SYRK_THREADED_WORK
+    with large_blas_call() if large else nullcontext():
+        return torch.from_numpy((ssyrk if Z.dtype == torch.float32 else dsyrk)(1.0, array.T, trans=0, lower=0))
 
 
 def _mirrored(upper):
