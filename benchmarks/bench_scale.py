@@ -34,6 +34,11 @@ Usage::
     python benchmarks/bench_scale.py --sizes 1e5 --se2-sizes --two-process-sizes   # a quick run
     python benchmarks/bench_scale.py --sizes 1e5 1e6 --missing "SE1 1e7 1: why"      # note a gap
     python benchmarks/bench_scale.py --markdown-only --note "text"                 # add a note
+    python benchmarks/bench_scale.py --sizes 1e6 --se2-sizes --two-process-sizes \
+        --devices cuda --other-machine --threads 16                             # on a lent GPU machine
+
+``benchmarks/gpu_checks.sh`` runs the CUDA tests and this benchmark's GPU rows in one call of a
+lent GPU machine.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ CSV_PATH, MD_PATH, NOTES_PATH = RESULTS / "scale.csv", RESULTS / "scale.md", RES
 SHARD_ROWS, ROW_GROUP_ROWS, N_TEST, N_COMPONENTS = 500_000, 65_536, 20_000, 2_000
 FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device", "D", "fit_s", "cpu_s", "load_before",
           "load_after", "peak_rss_gb", "peak_rss_sum_gb", "test_mse", "test_r2", "alpha", "relevant_found",
-          "all_reduce_bytes", "rows_seen", "version", "date"]
+          "all_reduce_bytes", "rows_seen", "gpu_peak_gb", "machine", "version", "date"]
 TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0, "rffnet_ratio": 4.0, "rffnet_rss_gb": 3.0,
            "rffnet_mse_1e6": 0.030}
 RFFNET, RIDGE_SAME_D = "RFFNet (defaults)", "RFFRidge (RFFNet's D)"
@@ -214,16 +219,23 @@ def _rank(rank, world_size, port, job, output):
         rffkit.set_config(n_threads=job["threads"])
         problem, method = PROBLEMS[job["problem"]], METHODS[job["method"]]
         source = open_table(job["pattern"], target="y", dtype=np.float32)
+        on_gpu = job["device"].startswith("cuda")
+        if on_gpu:
+            import torch
+
+            torch.cuda.init()  # the CUDA context is set up before the clock starts
         load_before, cpu_before = os.getloadavg()[0], _cpu_seconds()
         with count_traffic() as log:
             start = time.perf_counter()
             model = method.fit(source, problem, job["seed"], job["device"])
+            if on_gpu:
+                torch.cuda.synchronize()
             fit_s = time.perf_counter() - start
         load_after, cpu_s = os.getloadavg()[0], _cpu_seconds() - cpu_before
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
         result = {"fit_s": fit_s, "cpu_s": cpu_s, "load_before": load_before, "load_after": load_after, "peak_rss_gb": peak,
                   "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", ""),
-                  "D": _width(model)}
+                  "D": _width(model), "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1e9 if on_gpu else ""}
         if rank == 0:
             X_test, y_test = test_set(job["problem"], job["seed"])
             predictions = model.predict(ArraySource(X_test))  # streamed, like the training rows
@@ -274,6 +286,7 @@ def run_fit(job, folder, timeout):
     merged["load_before"] = max(rank["load_before"] for rank in ranks)
     merged["load_after"] = max(rank["load_after"] for rank in ranks)
     merged["rows_seen"] = ranks[0]["rows_seen"]
+    merged["gpu_peak_gb"] = max((rank["gpu_peak_gb"] for rank in ranks if rank["gpu_peak_gb"] != ""), default="")
     sizes = sorted(set(ranks[0]["all_reduce_bytes"]))
     merged["all_reduce_bytes"] = " + ".join(f"{size:,}" for size in sizes) if sizes else ""
     return merged
@@ -380,7 +393,8 @@ def run_flights(method, folder, seed, threads, timeout):
 
 
 def _key(row):
-    return (row["problem"], int(float(row["n"])), row["method"], int(row["processes"]), row.get("device", "cpu"))
+    return (row["problem"], int(float(row["n"])), row["method"], int(row["processes"]), row.get("device", "cpu"),
+            row.get("machine") or "")
 
 
 def superseded(row):
@@ -470,8 +484,48 @@ def _rffnet_lines(rows):
     return lines
 
 
+def _other_machine_lines(rows):
+    """The rows measured on another machine (a lent GPU machine): their table and GPU / CPU ratios."""
+    lines = []
+    for machine in sorted({r["machine"] for r in rows}):
+        here = [r for r in rows if r["machine"] == machine]
+        lines += ["", f"## On another machine: {machine}", "",
+                  "Fitted by `bench_scale.py --other-machine` on the same shards (written there by the same "
+                  "code and seeds); the whole machine was the benchmark's. Fit time ends after "
+                  "`torch.cuda.synchronize()`; GPU peak is `torch.cuda.max_memory_allocated()`.", "",
+                  "| problem | n | method | device | threads | D | fit (s) | CPU (s) | peak RSS (GB) | GPU peak (GB) "
+                  "| test MSE | alpha | relevant found | version |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in here:
+            lines.append(f"| {r['problem']} | {int(float(r['n'])):,} | {r['method']} | {r['device']} "
+                         f"| {r['threads_per_process']} | {r.get('D') or '-'} | {float(r['fit_s']):.1f} "
+                         f"| {_number(r.get('cpu_s') or '-', 4)} | {_number(r['peak_rss_gb'])} "
+                         f"| {_number(r.get('gpu_peak_gb') or '-')} | {_number(r['test_mse'], 4)} | {_number(r['alpha'])} "
+                         f"| {r.get('relevant_found') or '-'} | {_short_version(r['version'])}, {r['date']} |")
+        by_key = {(r["problem"], int(float(r["n"])), r["method"], r["device"]): r for r in here}
+        for (problem, n, method, device), r in sorted(by_key.items()):
+            cpu = by_key.get((problem, n, method, "cpu"))
+            if device != "cpu" and cpu is not None:
+                lines.append(f"- {problem}, n = {n:,}, {method}: {device} {float(r['fit_s']):.1f} s against the "
+                             f"machine's CPU {float(cpu['fit_s']):.1f} s ({float(cpu['fit_s']) / float(r['fit_s']):.1f}x), "
+                             f"test MSE {_number(r['test_mse'], 5)} against {_number(cpu['test_mse'], 5)}.")
+        ridge = {int(float(r["n"])): r for r in here if r["method"] == "RFFRidge (D=2000)" and r["device"] != "cpu"}
+        if 10**6 in ridge and 10**7 in ridge:
+            lines.append(f"- RFFRidge (D=2000) on the GPU: time(1e7) / time(1e6) = "
+                         f"{float(ridge[10**7]['fit_s']) / float(ridge[10**6]['fit_s']):.1f}.")
+        for n in sorted({int(float(r["n"])) for r in here}):
+            net = by_key.get(("SE1", n, RFFNET, "cuda"))
+            same = by_key.get(("SE1", n, RIDGE_SAME_D, "cuda"))
+            if net is not None and same is not None:
+                lines.append(f"- SE1, n = {n:,} on the GPU: RFFNet / RFFRidge at the same D = "
+                             f"{float(net['fit_s']) / float(same['fit_s']):.2f} (fit time).")
+    return lines
+
+
 def write_markdown(rows, args, notes):
     rows = sorted(rows, key=lambda r: (r["problem"], int(float(r["n"])), r["method"], int(r["processes"])))
+    other = [r for r in rows if r.get("machine")]
+    rows = [r for r in rows if not r.get("machine")]
     lines = [
         "# Streamed fits at scale (SE1/SE2 from Parquet shards)", "",
         f"Produced by `benchmarks/bench_scale.py` ({platform.machine()}, {os.cpu_count()} cores, shared with "
@@ -538,6 +592,7 @@ def write_markdown(rows, args, notes):
                          f"{float(pair[2]['fit_s']):.1f} s, test MSE {_number(pair[1]['test_mse'], 6)} vs "
                          f"{_number(pair[2]['test_mse'], 6)}.")
     lines += _rffnet_lines(rows)
+    lines += _other_machine_lines(other)
     if notes.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {text}" for text in notes["notes"]]
     have = {_key(r)[:4] for r in rows}
@@ -548,9 +603,9 @@ def write_markdown(rows, args, notes):
     for problem, n, method, processes in missing:
         reason = notes.get(f"{problem} {n:.0e} {processes}", "not run yet")
         lines.append(f"- {problem}, n = {n:,}, {method}, {processes} process(es): {reason}")
-    if not any(r.get("device", "cpu") != "cpu" for r in rows):
-        lines.append("- CUDA rows: no GPU was lent to the runs so far; with one, `--device cuda` adds "
-                     "RFFRidge(device='cuda') rows (chunks moved to the GPU, statistics accumulated there).")
+    if not any(r.get("device", "cpu") != "cpu" for r in rows + other):
+        lines.append("- CUDA rows: no GPU was lent to the runs so far; with one, `--devices cuda` adds "
+                     "rows fitted with device='cuda' (chunks moved to the GPU, statistics accumulated there).")
     MD_PATH.write_text("\n".join(lines) + "\n")
 
 
@@ -560,7 +615,11 @@ def main():
     parser.add_argument("--se2-sizes", nargs="*", default=["1e6"], help="SE2 sizes (1 process)")
     parser.add_argument("--two-process-sizes", nargs="*", default=["1e6"], help="SE1 sizes also fitted on 2 processes")
     parser.add_argument("--methods", nargs="*", default=None, help=f"default all: {list(METHODS)}")
-    parser.add_argument("--device", default="cpu", help="'cuda' adds GPU rows (skipped without a GPU)")
+    parser.add_argument("--devices", nargs="+", default=["cpu"],
+                        help="devices to fit on, e.g. 'cpu cuda' or 'cuda' (CUDA is dropped without a GPU)")
+    parser.add_argument("--other-machine", action="store_true",
+                        help="this is not the 2-core machine of the main table: label the rows with this machine "
+                             "(its GPU and core count), so they sit beside that table's rows instead of replacing them")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="threads of one process (two processes: half each)")
     parser.add_argument("--flights", nargs="*", default=None, metavar="METHOD",
@@ -588,10 +647,14 @@ def main():
         import torch
 
         methods = args.methods or list(METHODS)
-        device = args.device
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            print(f"no GPU here: would run {methods} with device={device!r} on every job; running on the CPU only")
-            device = "cpu"
+        devices = list(dict.fromkeys(args.devices))
+        if not torch.cuda.is_available() and any(device.startswith("cuda") for device in devices):
+            print(f"no GPU here: would run {methods} with device='cuda' on every job; skipping those fits")
+            devices = [device for device in devices if not device.startswith("cuda")]
+        machine = ""
+        if args.other_machine:
+            gpu = f"{torch.cuda.get_device_name()}, " if torch.cuda.is_available() else ""
+            machine = f"{gpu}{os.cpu_count()} CPU cores"
         jobs = [("SE1", n, 1) for n in args.sizes] + [("SE2", n, 1) for n in args.se2_sizes]
         jobs += [("SE1", n, 2) for n in args.two_process_sizes]
         version, data_dir = code_version(), Path(args.data_dir)
@@ -599,7 +662,7 @@ def main():
             n = int(float(n))
             pattern = write_shards(problem, n, data_dir / f"{problem}-{n}-seed{args.seed}", args.seed)
             for method in methods:
-                for where in sorted({"cpu", device}):
+                for where in devices:
                     threads = max(1, args.threads // processes)
                     job = dict(problem=problem, n=n, method=method, processes=processes, threads=threads,
                                seed=args.seed, pattern=pattern, device=where)
@@ -611,7 +674,7 @@ def main():
                         NOTES_PATH.write_text(json.dumps(notes, indent=1) + "\n")
                         continue
                     row = dict(problem=problem, n=n, method=method, processes=processes,
-                               threads_per_process=threads, device=where, version=version,
+                               threads_per_process=threads, device=where, machine=machine, version=version,
                                date=time.strftime("%Y-%m-%d"), **measured)
                     earlier = rows.get(_key(row))
                     if args.keep_earlier and earlier is not None and earlier["version"] != version:

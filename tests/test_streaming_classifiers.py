@@ -142,6 +142,20 @@ def test_streamed_rffnet_classifier_is_close_to_the_in_memory_fit(tmp_path):
     assert streamed.score(source) == pytest.approx(accuracy[0])
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_path):
+    """The streamed classifier on the GPU: the CPU fit's classes and probabilities (1e-3)."""
+    X, labels = make_data(n_classes=n_classes)
+    pattern = write_parquet(tmp_path / "s", X, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=15 stops the search while improving
+        cpu = RFFNetClassifier(**NETWORK).fit(open_table(pattern, target="y", chunk_rows=300))
+        gpu = RFFNetClassifier(**NETWORK, device="cuda").fit(open_table(pattern, target="y", chunk_rows=300))
+    assert list(gpu.classes_) == list(cpu.classes_) and gpu.n_components_ == cpu.n_components_
+    np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=1e-3)
+
+
 def test_bad_streamed_labels_get_clear_errors():
     X, labels = make_data(300)
     with pytest.raises(ValueError, match="continuous values"):

@@ -211,6 +211,22 @@ def test_a_source_failing_mid_stream_leaves_the_estimator_as_it_was(data, fail_a
     assert not hasattr(unfitted, "model_") and not hasattr(unfitted, "n_features_in_")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_streamed_fit_on_cuda_matches_the_cpu_fit(data, tmp_path):
+    """device='cuda' moves each chunk to the GPU and sums the statistics there: the search, the
+    penalty and the head are those of the CPU fit, to float32 summation order (1e-3 relative)."""
+    X, y = data
+    pattern = write_parquet(tmp_path / "shards", X, y)
+    cpu = RFFNetRegressor(**EXTENDED).fit(open_table(pattern, target="y", chunk_rows=300))
+    gpu = RFFNetRegressor(**EXTENDED, device="cuda").fit(open_table(pattern, target="y", chunk_rows=300))
+    assert gpu.alpha_ == cpu.alpha_ and gpu.n_components_ == cpu.n_components_
+    np.testing.assert_allclose(gpu.relevances_, cpu.relevances_, rtol=1e-3, atol=1e-3 * np.abs(cpu.relevances_).max())
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(N_FEATURES)])
+    expected = cpu.predict(frame)
+    np.testing.assert_allclose(gpu.predict(frame), expected, atol=1e-3 * np.abs(expected).max())
+    np.testing.assert_allclose(gpu.predict(open_table(pattern, target="y")), expected, atol=1e-3 * np.abs(expected).max())
+
+
 def test_memory_budget_limits_the_head_or_refuses_up_front(data):
     X, y = data
     small = RFFNetRegressor(**dict(PARAMETERS, n_components=None), memory_budget="20MB").fit(ArraySource(X, y))
