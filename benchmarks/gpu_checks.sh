@@ -9,6 +9,7 @@
 #
 # Usage (repository root, PyTorch with CUDA importable as $PYTHON):
 #     OUT=results-folder RFFKIT_COMMIT=<commit> benchmarks/gpu_checks.sh [budget seconds, default 540]
+#     STEPS="tests ridge-1e6 ridge-1e7" ... benchmarks/gpu_checks.sh 300     # some of the steps
 # The log (log.txt), scale.csv and scale.md are copied to $OUT after every step, so a run cut short keeps its rows.
 set -u
 BUDGET=${1:-540}
@@ -17,6 +18,7 @@ OUT=${OUT:-/tmp/rffkit-gpu-checks}
 PYTHON=${PYTHON:-python3}
 DATA=${RFFKIT_SCALE_DATA:-/tmp/rffkit-scale-data}
 THREADS=${THREADS:-$(nproc)}
+STEPS=${STEPS:-tests ridge-1e6 rffnet-1e6 ridge-1e7 rffnet-1e7}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$DATA"
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -25,6 +27,7 @@ left() { echo $((BUDGET - (SECONDS - START))); }
 save() { cp benchmarks/results/scale.csv benchmarks/results/scale.md "$OUT"/ 2>/dev/null; }
 step() {  # step NAME MIN_SECONDS COMMAND...: runs COMMAND under the time left, if at least MIN_SECONDS are
     local name=$1 need=$2; shift 2
+    case " $STEPS " in *" $name "*) ;; *) return ;; esac
     if [ "$(left)" -lt "$need" ]; then echo "== $name: skipped, $(left) s left (needs $need)"; return; fi
     echo "== $name ($(left) s left, $(date +%T))"
     timeout "$(( $(left) - 5 ))" "$@"
@@ -52,8 +55,8 @@ write_shards("SE1", 10**7, Path(sys.argv[1]) / "SE1-10000000-seed0", 0)
 EOF
 SHARDS=$!
 
-step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -n 4 -k cuda -rs \
-    tests/test_contract.py tests/test_ridge.py tests/test_rff_classifier.py tests/test_streaming_ridge.py \
+step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark -n 4 -k "cuda or tensor_form" -rs \
+    tests/test_features.py tests/test_contract.py tests/test_ridge.py tests/test_rff_classifier.py tests/test_streaming_ridge.py \
     tests/test_streaming_rffnet.py tests/test_streaming_classifiers.py
 
 BENCH=("$PYTHON" benchmarks/bench_scale.py --se2-sizes --two-process-sizes --other-machine --threads "$THREADS"

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from rffkit import RandomFourierFeatures
 from rffkit.approximation import approximation_error, approximation_error_curve
@@ -47,6 +48,21 @@ def test_default_map_is_the_rahimi_recht_formula(dtype):
     expected = np.sqrt(2 / 16) * np.cos(X.astype(np.float64) @ W + b)
     assert Z.dtype == dtype
     np.testing.assert_allclose(Z, expected, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-14)
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+def test_tensor_form_equals_the_array_form(variant, dtype, device):
+    """The streamed fits compute the map on their device (``_transform_tensor``): the same
+    features as ``transform``, in the input's dtype and place (leverage weights included)."""
+    X = np.random.default_rng(3).normal(size=(50, 4)).astype(dtype)
+    model = RandomFourierFeatures(n_components=24, length_scale=1.5, variant=variant, sampling="leverage",
+                                  random_state=0).fit(X)
+    Z = model._transform_tensor(torch.as_tensor(X, device=device))
+    assert Z.device.type == device and Z.dtype == torch.as_tensor(X).dtype
+    np.testing.assert_allclose(Z.cpu().numpy(), model.transform(X), rtol=0,
+                               atol=1e-6 if dtype == np.float32 else 1e-14)
+    with pytest.raises(ValueError, match="not finite"):
+        model._transform_tensor(torch.as_tensor(np.full((2, 4), np.finfo(dtype).max), device=device))
 
 
 @pytest.mark.parametrize("variant", ["cos", "cos_sin"])

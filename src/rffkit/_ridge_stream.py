@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
@@ -107,6 +108,19 @@ def _stream_features(estimator, source):
     return fitted_on_first_chunk(features, source)
 
 
+def transform_on(features, device):
+    """The feature map computed where the statistics are summed.
+
+    On a GPU, a map with a tensor form (:class:`~rffkit.RandomFourierFeatures`) runs there
+    on each block of inputs, so only the inputs cross to the device; other maps, and every
+    map on the CPU (where NumPy's single-threaded cosine beats torch's per thread), run on
+    the host and their features are copied over.
+    """
+    if device.type == "cpu" or not hasattr(features, "_transform_tensor"):
+        return features.transform
+    return lambda X: features._transform_tensor(torch.as_tensor(X, device=device))
+
+
 def fit_stream(estimator, X, y):
     """:meth:`RFFRidge.fit` on a source, a memory map or held-out arrays: one pass of statistics. Returns ``estimator``."""
     from .ridge import _dense  # ridge imports this module
@@ -131,11 +145,12 @@ def fit_stream(estimator, X, y):
     heldout = RidgeStatistics(width, n_targets, fit_intercept=estimator.fit_intercept, device=device) if holdout else None
     seed = broadcast_object(seed_from_random_state(estimator.random_state)) if holdout else 0
     target = functools.partial(numeric_target, type(estimator).__name__, n_targets=n_targets)
-    accumulate(source, features.transform, train, heldout, target=target,
+    transform = transform_on(features, device)
+    accumulate(source, transform, train, heldout, target=target,
                validation_fraction=estimator.validation_fraction, seed=seed)
     loo_pass = None
     if estimator.alpha_selection == "loo":
-        loo_pass = functools.partial(streamed_loo, source, features.transform, alphas=alphas, target=target)
+        loo_pass = functools.partial(streamed_loo, source, transform, alphas=alphas, target=target)
     _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, one_target=one_target,
                       np_dtype=np_dtype)
     if not validated:  # validate_data set them for arrays

@@ -226,7 +226,8 @@ def check_finite_features(owner, features, *, inputs="X"):
     that ``X`` times the frequencies overflowed (huge ``X``, or a tiny ``length_scale``).
     """
     values = features.data if hasattr(features, "tocsr") else features
-    if not np.isfinite(values).all():
+    finite = bool(torch.isfinite(values).all()) if isinstance(values, torch.Tensor) else np.isfinite(values).all()
+    if not finite:
         raise ValueError(
             f"{owner}: the features of {inputs} are not finite: {inputs} times the random frequencies "
             "overflowed. Rescale X (e.g. with sklearn.preprocessing.StandardScaler) or raise length_scale."

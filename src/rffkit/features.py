@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import torch
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -344,16 +345,33 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         """
         check_is_fitted(self)
         X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
-        W = self.random_weights_.astype(X.dtype, copy=False)
-        projection = check_finite_features(type(self).__name__, X @ W)
+        return self._map(X, lambda values: values.astype(X.dtype, copy=False))
+
+    def _transform_tensor(self, X):
+        """``z(X)`` of a float tensor, computed on its device in its dtype.
+
+        For the streamed fits, which compute the features where the statistics are summed
+        (a GPU): ``X`` comes from a validated source, so only the map's output is checked.
+        """
+        check_is_fitted(self)
+        return self._map(X, lambda values: torch.as_tensor(values, dtype=X.dtype, device=X.device))
+
+    def _map(self, X, like_X):
+        """The map on a NumPy array or a tensor; ``like_X`` puts the fitted arrays in its dtype and place."""
+        on_torch = isinstance(X, torch.Tensor)
+        cos, sin = (torch.cos, torch.sin) if on_torch else (np.cos, np.sin)
+        projection = check_finite_features(type(self).__name__, X @ like_X(self.random_weights_))
         if self.variant == "cos":
-            projection += self.random_offset_.astype(X.dtype, copy=False)
-            np.cos(projection, out=projection)
+            projection += like_X(self.random_offset_)
+            cos(projection, out=projection)
         else:
-            projection = np.hstack([np.cos(projection), np.sin(projection)])
-        projection *= np.sqrt(2.0 / self.n_components).astype(X.dtype)
-        importance = self.importance_weights_.astype(X.dtype, copy=False)
-        projection *= np.tile(importance, 2) if self.variant == "cos_sin" else importance
+            parts = [cos(projection), sin(projection)]
+            projection = torch.cat(parts, dim=1) if on_torch else np.hstack(parts)
+        projection *= float(np.sqrt(2.0 / self.n_components))
+        importance = like_X(self.importance_weights_)
+        if self.variant == "cos_sin":
+            importance = importance.repeat(2) if on_torch else np.tile(importance, 2)
+        projection *= importance
         return projection
 
     @property
