@@ -4,7 +4,8 @@
 #   2. the CUDA tests (every test whose name holds 'cuda'; they skip on machines without a GPU);
 #   3. bench_scale.py's GPU rows, labelled with that machine (--other-machine): SE1 at 10^6 rows
 #      (RFFRidge D=2000 on the machine's CPU and GPU, RFFNet defaults and RFFRidge at its D on
-#      the GPU), then SE1 at 10^7 (RFFRidge D=2000, RFFNet defaults) on the GPU while time is left.
+#      the GPU), then SE1 at 10^7 (RFFRidge D=2000, RFFNet defaults) and SE2 at 10^6 on the GPU
+#      while time is left.
 # The 10^7 shards are written in the background from the start.
 #
 # Usage (repository root, PyTorch with CUDA importable as $PYTHON):
@@ -18,7 +19,7 @@ OUT=${OUT:-/tmp/rffkit-gpu-checks}
 PYTHON=${PYTHON:-python3}
 DATA=${RFFKIT_SCALE_DATA:-/tmp/rffkit-scale-data}
 THREADS=${THREADS:-$(nproc)}
-STEPS=${STEPS:-tests ridge-1e6 rffnet-1e6 ridge-1e7 rffnet-1e7}
+STEPS=${STEPS:-tests ridge-1e6 rffnet-1e6 ridge-1e7 rffnet-1e7 se2-1e6}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$OUT" "$DATA"
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -70,5 +71,7 @@ kill $SHARDS 2>/dev/null && echo "== the 10^7 shards were not written in time"
 cat "$OUT/shards.txt"
 step ridge-1e7 60 "${BENCH[@]}" --sizes 1e7 --methods "RFFRidge (D=2000)" --devices cuda --timeout "$(( $(left) - 20 ))"
 step rffnet-1e7 90 "${BENCH[@]}" --sizes 1e7 --methods "RFFNet (defaults)" --devices cuda --timeout "$(( $(left) - 20 ))"
+step se2-1e6 60 "${BENCH[@]}" --sizes --se2-sizes 1e6 --methods "RFFRidge (D=2000)" "RFFNet (defaults)" --devices cuda \
+    --timeout "$(( $(left) - 20 ))"
 echo "== done after $((SECONDS - START)) s"
 save

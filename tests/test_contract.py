@@ -83,8 +83,12 @@ ESTIMATORS = [
 WITH_DEVICE = [estimator for estimator in ESTIMATORS if "device" in estimator.get_params()]
 
 # Fitted on another device, a model matches the CPU fit to this tolerance (reductions run
-# in another order); RFFNet trains in float32, so its tolerance is wider.
-DEVICE_TOLERANCE = {RFFNetRegressor: 1e-3, RFFNetClassifier: 1e-3}
+# in another order); RFFNet trains in float32, so its tolerance is wider. The classifier's
+# float32 search moves with the order of its sums as it does with the thread count (an H200
+# gave probabilities 5e-3 apart; a streamed fit on 1 and 2 CPU threads, 4e-2), so its
+# probabilities are compared, not the logits of confident rows, which that amplifies.
+DEVICE_TOLERANCE = {RFFNetRegressor: 1e-3, RFFNetClassifier: 2e-2}
+DEVICE_OUTPUTS = {RFFNetClassifier: ("predict_proba",)}
 # These compute in float32 for float32 input; the others (RFFNet) predict in float64.
 KEEPS_FLOAT32 = (RFFRidge, RFFClassifier, SRFFRegressor, RandomFourierFeatures, RandomBinningFeatures)
 OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform")
@@ -276,8 +280,9 @@ def test_fit_on_device_pickle_and_predict(estimator, device):
         np.testing.assert_array_equal(on_device.alpha_, on_cpu.alpha_)
     tolerance = DEVICE_TOLERANCE.get(type(estimator), 1e-5)
     expected = _outputs(on_device, X)
+    compared = DEVICE_OUTPUTS.get(type(estimator), OUTPUT_METHODS)
     for method, value in _outputs(on_cpu, X).items():
-        if method != "predict" or not is_classifier(estimator):
+        if method in compared and (method != "predict" or not is_classifier(estimator)):
             np.testing.assert_allclose(expected[method], value, rtol=tolerance, atol=tolerance, err_msg=method)
     restored = pickle.loads(pickle.dumps(on_device))
     for method, value in _outputs(restored, X).items():

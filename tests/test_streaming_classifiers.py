@@ -145,15 +145,23 @@ def test_streamed_rffnet_classifier_is_close_to_the_in_memory_fit(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_path):
-    """The streamed classifier on the GPU: the CPU fit's classes and probabilities (1e-3)."""
+    """The streamed classifier on the GPU gives the CPU fit's model up to the float32 search's
+    dependence on the order of its sums, which the thread count shows on the CPU too (1 and 2
+    threads: probabilities up to 0.036 apart, held-out log-loss 0.1867 and 0.1874): the same
+    classes, relevant inputs and penalty, probabilities within 0.05, log-loss within 2%."""
     X, labels = make_data(n_classes=n_classes)
+    X_test, labels_test = make_data(1000, seed=1, n_classes=n_classes)
     pattern = write_parquet(tmp_path / "s", X, labels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter=15 stops the search while improving
         cpu = RFFNetClassifier(**NETWORK).fit(open_table(pattern, target="y", chunk_rows=300))
         gpu = RFFNetClassifier(**NETWORK, device="cuda").fit(open_table(pattern, target="y", chunk_rows=300))
     assert list(gpu.classes_) == list(cpu.classes_) and gpu.n_components_ == cpu.n_components_
-    np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=1e-3)
+    assert gpu.alpha_ == cpu.alpha_
+    assert set(np.argsort(-gpu.feature_importances_)[:2]) == {0, 1}
+    np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=0.05)
+    losses = [log_loss(labels_test, model.predict_proba(frame(X_test)), labels=model.classes_) for model in (gpu, cpu)]
+    assert losses[0] <= 1.02 * losses[1], losses
 
 
 def test_bad_streamed_labels_get_clear_errors():
