@@ -517,8 +517,10 @@ def _other_machine_lines(rows):
             net = by_key.get(("SE1", n, RFFNET, "cuda"))
             same = by_key.get(("SE1", n, RIDGE_SAME_D, "cuda"))
             if net is not None and same is not None:
+                versions = "" if net["version"] == same["version"] else (
+                    f" (RFFNet at {_short_version(net['version'])}, RFFRidge at {_short_version(same['version'])})")
                 lines.append(f"- SE1, n = {n:,} on the GPU: RFFNet / RFFRidge at the same D = "
-                             f"{float(net['fit_s']) / float(same['fit_s']):.2f} (fit time).")
+                             f"{float(net['fit_s']) / float(same['fit_s']):.2f} (fit time){versions}.")
     return lines
 
 

@@ -37,6 +37,7 @@ SECTIONS = [
     ("excess_risk.md", "bench_excess_risk.py"),
     ("real.md", "bench_real.py"),
     ("real_quick.md", "bench_real.py"),
+    ("scale.md", "bench_scale.py"),
 ]
 
 PREAMBLE = """\
@@ -305,9 +306,35 @@ def _real(results):
     )
 
 
-SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _rffridge_se, _real)
-# the README has room for five: the speed of RFFRidge's penalty search is on the docs page only
-README_SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _real)
+def _scale(results):
+    """Streamed fits from bench_scale.py's CSV: the 2-core rows, and the GPU machine's where there are some."""
+    import csv
+
+    with open(results / "scale.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+
+    def find(n, method, device="cpu", gpu=False):
+        return _row(rows, problem="SE1", n=str(n), method=method, processes="1", device=device,
+                    **({} if gpu else {"machine": ""}))
+
+    net, ridge = find(10**6, "RFFNet (defaults)"), find(10**7, "RFFRidge (D=2000)")
+    text = (f"**At scale** (SE1 streamed from Parquet shards): on 2 CPU cores, RFFNet at its defaults fitted "
+            f"10^6 rows in {float(net['fit_s']) / 60:.0f} min (peak RSS {float(net['peak_rss_gb']):.1f} GB, test MSE "
+            f"{float(net['test_mse']):.4f}, relevant features {net['relevant_found']}) and RFFRidge (D = 2,000) "
+            f"10^7 rows in {float(ridge['fit_s']) / 60:.0f} min (peak RSS {float(ridge['peak_rss_gb']):.1f} GB)")
+    gpu = [r for r in rows if r.get("machine") and r["device"] == "cuda" and r["problem"] == "SE1"
+           and r["n"] == str(10**7) and "@" not in r["method"]]
+    by_method = {r["method"]: r for r in gpu}
+    if {"RFFNet (defaults)", "RFFRidge (D=2000)"} <= set(by_method):
+        net, ridge = by_method["RFFNet (defaults)"], by_method["RFFRidge (D=2000)"]
+        text += (f"; on a GPU ({net['machine']}), 10^7 rows took {float(net['fit_s']):.0f} s for RFFNet (test MSE "
+                 f"{float(net['test_mse']):.4f}, {net['relevant_found']}) and {float(ridge['fit_s']):.1f} s for RFFRidge")
+    return text + "."
+
+
+SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _rffridge_se, _real, _scale)
+# the README keeps six: the speed of RFFRidge's penalty search is on the docs page only
+README_SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _real, _scale)
 
 
 def summary(results=None, line_makers=SUMMARY):
