@@ -296,7 +296,7 @@ def test_refine_layer_does_not_prune_a_weak_relevant_feature():
 def test_target_spectrum_matches_the_naive_sums():
     rng = np.random.default_rng(5)
     X, y, W = rng.normal(size=(300, 3)), rng.normal(size=(300, 2)), rng.normal(size=(3, 7))
-    C, S = target_spectrum(torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(W), chunk=3)
+    C, S = target_spectrum(torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(W), block_bytes=300 * 8 * 3)
     yc = y - y.mean(axis=0)
     for j in range(7):
         transform = (yc * np.exp(1j * X @ W[:, j])[:, None]).sum(axis=0) / 300

@@ -235,3 +235,27 @@ def test_walk_ridge_alpha_finds_the_path_minimum(start):
     assert walked.score == pytest.approx(path.score, rel=1e-9)
     torch.testing.assert_close(walked.coef, path.coef)
     assert fit_ridge_head(Z, y, Z_val, y_val, "auto", alphas, start=start).alpha == path.alpha
+
+
+@pytest.mark.parametrize("targets", [1, 2])
+def test_walk_by_blocks_equals_the_walk_on_whole_feature_matrices(targets):
+    """The block form forms the features of at most 40 rows at once (block_bytes) and gives
+    the whole-matrix walk's head: the same penalty, score and coefficients (float64, 1e-10)."""
+    from rffkit._ridge import walk_ridge_alpha, walk_ridge_alpha_by_blocks
+
+    rng = np.random.default_rng(6)
+    X, X_val = (torch.as_tensor(rng.normal(size=(rows, 3))) for rows in (300, 130))
+    W, b = torch.as_tensor(rng.normal(size=(3, 25))), torch.as_tensor(rng.uniform(0, 6.3, size=25))
+
+    def features(inputs):
+        return torch.cos(inputs @ W + b)
+
+    weights = torch.as_tensor(rng.normal(size=(25, targets)))
+    y = features(X) @ weights + 0.3 * torch.as_tensor(rng.normal(size=(300, targets)))
+    y_val = features(X_val) @ weights + 0.3 * torch.as_tensor(rng.normal(size=(130, targets)))
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(12, -1, -1))
+    whole = walk_ridge_alpha(features(X), y, features(X_val), y_val, alphas, 1e-4)
+    blocks = walk_ridge_alpha_by_blocks(features, X, y, X_val, y_val, alphas, 1e-4, block_bytes=40 * 25 * 8)
+    assert blocks.alpha == whole.alpha and blocks.score == pytest.approx(whole.score, rel=1e-10)
+    torch.testing.assert_close(blocks.coef, whole.coef, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(blocks.intercept, whole.intercept, rtol=1e-10, atol=1e-12)

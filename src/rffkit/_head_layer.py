@@ -14,7 +14,8 @@ relevance without alignment raises the error).
 
 :func:`head_layer_candidates` screens the plain widening and the aligned ones by ridge
 fits with ``D_head`` features on the sample's training rows (the penalty walked from the
-search head's), scored on its validation rows. The sample's ranking is not reliable for
+search head's, the features formed a block of rows at a time so that the sample's
+``n x D_head`` matrices are never held), scored on its validation rows. The sample's ranking is not reliable for
 every row: its heads have more variance than one on 10^6 rows, which favours smoother
 kernels, and a single sample's best can be far off (SE1 at 10^6 in
 ``benchmarks/results/scale.md``). So the sample only proposes: the plain widening and the
@@ -30,7 +31,7 @@ import math
 import torch
 
 from ._refine import _aligned_layers
-from ._ridge import fit_ridge_head
+from ._ridge import walk_ridge_alpha_by_blocks
 
 __all__ = ["head_layer_candidates"]
 
@@ -48,8 +49,8 @@ def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample
         The sample's standardised training and validation rows and targets, shape (n, 1).
     alpha : float
         The search head's penalty: each candidate's ridge penalty is walked from it along
-        ``settings.alpha_grid`` (:func:`~rffkit._ridge.walk_ridge_alpha`, a few Cholesky
-        solves instead of an eigendecomposition of ``D_head x D_head``).
+        ``settings.alpha_grid`` (:func:`~rffkit._ridge.walk_ridge_alpha_by_blocks`, a few
+        Cholesky solves instead of an eigendecomposition of ``D_head x D_head``).
     generator : torch.Generator
         Seeds the larger draws of the alignment.
     sample_frequencies : callable
@@ -70,7 +71,7 @@ def head_layer_candidates(layer, X, y, X_val, y_val, *, alpha, generator, sample
                    zip(settings.align_scales, _aligned_layers(layer, X, y, sample_frequencies, generator, settings))]
     scores = []
     for name, candidate in candidates:
-        head = fit_ridge_head(candidate(X), y, candidate(X_val), y_val, "auto", settings.alpha_grid, start=alpha)
+        head = walk_ridge_alpha_by_blocks(candidate, X, y, X_val, y_val, settings.alpha_grid, alpha)
         scores.append((name, head.score if math.isfinite(head.score) else math.inf))
     if len(candidates) == 1:
         return [layer], scores

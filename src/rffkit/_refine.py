@@ -108,7 +108,7 @@ def relevance_groups(relevances, *, gap=1.5, floor=0.1, max_groups=6):
 
 
 @torch.no_grad()
-def target_spectrum(X, y, frequencies, *, chunk=4096):
+def target_spectrum(X, y, frequencies, *, block_bytes=2**26):
     """Empirical Fourier transform of the centred target at each frequency.
 
     For every column ``w`` of ``frequencies`` returns ``(C, S)`` with
@@ -117,15 +117,17 @@ def target_spectrum(X, y, frequencies, *, chunk=4096):
     covariance of the pair ``(cos, sin)`` with ``y``: the alignment of the
     random-feature kernel ``cos(w^T (x - x'))`` with the target (Cristianini et al.,
     2002). ``y`` has shape (n, k); ``C`` and ``S`` have shape (n_frequencies, k).
-    The ``n x chunk`` projections are formed a chunk of columns at a time.
+    The ``n x k`` projections are formed ``k`` columns at a time, at most ``block_bytes``
+    each (two such blocks are held at once).
     """
     n = X.shape[0]
     yc = (y - y.mean(dim=0)) / n
+    columns = max(1, block_bytes // (n * X.element_size()))
     cos_sums, sin_sums = [], []
-    for block in frequencies.split(chunk, dim=1):
+    for block in frequencies.split(columns, dim=1):
         projection = X @ block
-        cos_sums.append(torch.cos(projection).T @ yc)
         sin_sums.append(torch.sin(projection).T @ yc)
+        cos_sums.append(projection.cos_().T @ yc)
     return torch.cat(cos_sums), torch.cat(sin_sums)
 
 

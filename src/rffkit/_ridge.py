@@ -266,13 +266,65 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
     the same head when the validation error is unimodal along the grid. When no
     penalty visited gives a finite score, :func:`select_ridge_alpha` decides.
     """
-    grid = sorted(float(a) for a in alphas)
-    k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z - z_mean
     gram = gram_matrix(Zc).double() / n
     rhs = (Zc.T @ (y - y_mean)).double() / n
+    del Zc
+
+    def validation_mse(coef, intercept):
+        residual = Z_val @ coef + intercept - y_val
+        return float((residual * residual).mean())
+
+    head = _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse)
+    return head if head is not None else select_ridge_alpha(Z, y, Z_val, y_val, alphas)
+
+
+@torch.no_grad()
+def walk_ridge_alpha_by_blocks(features, X, y, X_val, y_val, alphas, start, *, block_bytes=2**26):
+    """:func:`walk_ridge_alpha` of the features ``features(X)``, formed a block of rows at a time.
+
+    Neither feature matrix is held whole: one pass sums the features' means, a second
+    their centred Gram matrix (each block's product in the features' dtype, the sums in
+    float64) and cross-products, and each penalty visited scores its head on the
+    validation rows block by block. Memory is the ``D x D`` systems and one block of at
+    most ``block_bytes`` of features, where :func:`walk_ridge_alpha` holds ``n x D``
+    features of both splits and a centred copy. The same head up to the order of the
+    float sums; when no penalty visited scores finitely, :func:`select_ridge_alpha`
+    decides on the whole matrices.
+    """
+    first = features(X[:1])
+    rows = max(1, block_bytes // (first.shape[1] * first.element_size()))
+    n = X.shape[0]
+    z_mean = sum(features(block).double().sum(dim=0) for block in X.split(rows)).div(n).to(first.dtype)
+    y_mean = y.mean(dim=0)
+    gram = torch.zeros(first.shape[1], first.shape[1], dtype=torch.float64, device=first.device)
+    rhs = torch.zeros(first.shape[1], *y.shape[1:], dtype=torch.float64, device=first.device)
+    for block, targets in zip(X.split(rows), y.split(rows)):
+        centred = features(block) - z_mean
+        gram += gram_matrix(centred).double()
+        rhs += (centred.T @ (targets - y_mean)).double()
+    gram /= n
+    rhs /= n
+
+    def validation_mse(coef, intercept):
+        total = 0.0
+        for block, targets in zip(X_val.split(rows), y_val.split(rows)):
+            residual = features(block) @ coef + intercept - targets
+            total += float((residual.double() ** 2).sum())
+        return total / (y_val.shape[0] * (y_val.shape[1] if y_val.ndim > 1 else 1))
+
+    head = _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse)
+    return head if head is not None else select_ridge_alpha(features(X), y, features(X_val), y_val, alphas)
+
+
+def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
+    """The walk of :func:`walk_ridge_alpha` on the centred ``gram`` and ``rhs`` (float64, divided
+    by n); ``validation_mse(coef, intercept)`` scores a head. None when no penalty visited
+    scores finitely."""
+    grid = sorted(float(a) for a in alphas)
+    k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
     column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
     fits = {}
 
@@ -281,13 +333,13 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
             system = gram.clone()
             system.diagonal().add_(grid[j])
             factor, info = torch.linalg.cholesky_ex(system)
+            del system
             if int(info) != 0:
                 fits[j] = (math.inf, None, None)
             else:
-                coef = torch.cholesky_solve(column, factor).reshape(rhs.shape).to(Z.dtype)
+                coef = torch.cholesky_solve(column, factor).reshape(rhs.shape).to(z_mean.dtype)
                 intercept = y_mean - z_mean @ coef
-                residual = Z_val @ coef + intercept - y_val
-                mse = float((residual * residual).mean())
+                mse = validation_mse(coef, intercept)
                 fits[j] = (mse if math.isfinite(mse) else math.inf, coef, intercept)
         return fits[j][0]
 
@@ -299,9 +351,7 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
                 best, moved = j, True
                 break
     value, coef, intercept = fits[best]
-    if not math.isfinite(value):
-        return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
-    return RidgeHead(grid[best], coef, intercept, value)
+    return RidgeHead(grid[best], coef, intercept, value) if math.isfinite(value) else None
 
 
 @torch.no_grad()
