@@ -149,7 +149,9 @@ def test_the_head_layer_candidates_are_the_plain_widening_and_the_best_screened_
     The target is two sinusoids, so the frequencies aligned with it beat a plain draw. The
     candidates are the plain layer itself and the aligned layer of lowest validation error
     (each score equals walk_ridge_alpha's from the same start on the candidate's features,
-    formed whole, to float32 summation order: 1e-5 relative), at its scale times the relevances.
+    formed whole, to float32 rounding: 1e-4 relative, as the aligned head's error, 0.0024 against
+    a target variance near 1, is a float32 residual's few lowest digits), at its scale times the
+    relevances.
     """
     from rffkit._head_layer import head_layer_candidates
     from rffkit._settings import DEFAULT_SETTINGS
@@ -172,7 +174,7 @@ def test_the_head_layer_candidates_are_the_plain_widening_and_the_best_screened_
                  for c in chosen]
     values = [value for _, value in scores]
     best = 1 + int(np.argmin(values[1:]))
-    assert again == pytest.approx([values[0], values[best]], rel=1e-5)
+    assert again == pytest.approx([values[0], values[best]], rel=1e-4)
     assert values[best] < values[0]  # aligned with the sinusoids, better than the plain draw
     scale = DEFAULT_SETTINGS.align_scales[best - 1]
     torch.testing.assert_close(chosen[1].relevances, scale * layer.relevances.detach())
