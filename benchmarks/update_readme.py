@@ -38,6 +38,7 @@ SECTIONS = [
     ("real.md", "bench_real.py"),
     ("real_quick.md", "bench_real.py"),
     ("scale.md", "bench_scale.py"),
+    ("extrapolation.md", "bench_extrapolation.py"),
 ]
 
 PREAMBLE = """\
