@@ -419,6 +419,8 @@ def test_running_moments_match_numpy_in_any_chunking_and_merge_order(rng, offset
     np.testing.assert_allclose(merged.variance, (X - X[0]).var(axis=0), rtol=1e-12)
     np.testing.assert_allclose(merged.variance, X.var(axis=0), rtol=1e-12 if not offset else 1e-7)
     np.testing.assert_allclose(merged.std, (X - X[0]).std(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(merged.minimum, X.min(axis=0))
+    np.testing.assert_array_equal(merged.maximum, X.max(axis=0))
     if offset:  # the naive sum of squares loses every digit here
         naive = (X**2).mean(axis=0) - X.mean(axis=0) ** 2
         assert np.max(np.abs(naive / X.var(axis=0) - 1)) > 1e-3

@@ -485,3 +485,27 @@ def test_screening_fits_use_the_subsample_feature_count(subsample_features, monk
         assert width == (min(1500, screening_n_components(rows, settings)) if subsample_features else 1500)
     if subsample_features:
         assert {width for _, width in widths} == {300, default_n_components(3000)}
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+def test_input_range_clamps_the_trigonometric_columns_only(variant):
+    """Beyond the range the random features are those at the boundary; the linear columns
+    lambda o x keep the input as given; inside the range nothing changes."""
+    from rffkit.layers import ARDRandomFourierFeatures
+
+    layer = ARDRandomFourierFeatures.from_kernel(3, 10, random_state=0, dtype=torch.float64, variant=variant,
+                                                 relevance=[1.0, 0.5, 2.0])
+    layer = layer.replace(linear=True)
+    x = torch.tensor([[0.2, -0.3, 0.1], [5.0, -9.0, 0.4], [-7.0, 0.0, 3.0]], dtype=torch.float64)
+    plain = layer(x)
+    assert layer.input_range is None
+    layer.set_input_range([-1.0, -2.0, -1.5], [1.0, 2.0, 1.5])
+    clamped = torch.clamp(x, torch.tensor([-1.0, -2.0, -1.5]), torch.tensor([1.0, 2.0, 1.5]))
+    with torch.no_grad():
+        features = layer(x)
+        torch.testing.assert_close(features[:, :10], layer.replace(linear=True)(clamped)[:, :10])
+    torch.testing.assert_close(layer(x)[:, :10], features[:, :10])  # the autograd path agrees
+    torch.testing.assert_close(features[:, 10:], x * layer.relevances.detach())
+    torch.testing.assert_close(features[0], plain[0])  # a row inside the range
+    assert not torch.allclose(features[1:, :10], plain[1:, :10])
+    assert layer.set_input_range(None, None).input_range is None

@@ -229,6 +229,25 @@ def test_streamed_fit_on_cuda_matches_the_cpu_fit(data, tmp_path):
     np.testing.assert_allclose(gpu.predict(open_table(pattern, target="y")), expected, atol=1e-3 * np.abs(expected).max())
 
 
+def test_fitted_model_holds_its_kernel_part_constant_beyond_the_training_range(data, tmp_path):
+    """In memory and streamed alike, the fitted layer's input range is the training rows'
+    (standardised); without the linear term a prediction beyond it is the prediction at it."""
+    X, y = data
+    in_memory = RFFNetRegressor(**PARAMETERS, linear_term=False).fit(X, y)
+    streamed = RFFNetRegressor(**PARAMETERS, linear_term=False).fit(
+        open_table(write_parquet(tmp_path / "s", X, y), target="y", chunk_rows=300))
+    for model in (in_memory, streamed):
+        lower, upper = (bound.numpy() for bound in model.model_.rff.input_range)
+        np.testing.assert_allclose(lower * model._x_scale + model._x_mean, X.min(axis=0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(upper * model._x_scale + model._x_mean, X.max(axis=0), rtol=1e-12, atol=1e-12)
+    far = np.array([[40.0, -30.0, 0.0, 9.0, -8.0, 0.5]])
+    at_edge = np.clip(far, X.min(axis=0), X.max(axis=0))
+    names = [f"x{j}" for j in range(N_FEATURES)]
+    np.testing.assert_allclose(in_memory.predict(far), in_memory.predict(at_edge), rtol=1e-12)
+    np.testing.assert_allclose(streamed.predict(pd.DataFrame(far, columns=names)),
+                               streamed.predict(pd.DataFrame(at_edge, columns=names)), rtol=1e-12)
+
+
 def test_memory_budget_limits_the_head_or_refuses_up_front(data):
     X, y = data
     small = RFFNetRegressor(**dict(PARAMETERS, n_components=None), memory_budget="20MB").fit(ArraySource(X, y))

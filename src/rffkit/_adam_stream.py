@@ -219,7 +219,7 @@ def set_fitted(estimator, source, standardise, target_state, model, history, alp
 
     problem = _Problem(solver, (), standardise.device, standardise.x_mean, standardise.x_scale, None, target_state,
                        None, None, None, None, None, None, model.rff, None)
-    estimator._set_fitted(None, problem, model, history, alpha)
+    estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
     estimator.n_features_in_ = source.n_features
     estimator.__dict__.pop("feature_names_in_", None)
     if isinstance(source, TableSource):
@@ -261,7 +261,8 @@ def fit_adam_stream(estimator, X, y):
             raise ValueError(f"{owner}: the source has {n_rows} row(s); at least 2 are needed.")
         x_scale = standard_scale(x_moments.mean, x_moments.std, np.float64)
         y_mean, y_scale = (0.0, 1.0) if is_classifier(estimator) else target_state
-        standardise = _Standardiser(x_moments.mean, x_scale, y_mean, y_scale, device)
+        standardise = _Standardiser(x_moments.mean, x_scale, y_mean, y_scale, device,
+                                    (x_moments.minimum, x_moments.maximum))
         target = _Target(estimator, target_state, device)
         n_outputs = target_state.shape[0] if is_classifier(estimator) else 1
 

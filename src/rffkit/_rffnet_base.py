@@ -351,13 +351,22 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self._warn_if_not_converged(history, "adam")
         return model, history, alpha
 
-    def _set_fitted(self, X, problem, model, history, alpha):
-        """Everything succeeded: only now does the estimator change."""
+    def _set_fitted(self, X, problem, model, history, alpha, x_range=None):
+        """Everything succeeded: only now does the estimator change.
+
+        The model's random features clamp their inputs to the range of the training rows,
+        ``x_range`` (minimum, maximum; from ``X`` when not given).
+        """
         p = problem
+        if x_range is None and X is not None:
+            x_range = np.min(X, axis=0), np.max(X, axis=0)
         self._x_mean, self._x_scale = p.x_mean, p.x_scale
         self._set_target_state(p.target_state)
         # inference runs in float64: batch-invariant, no float32 rounding in the predictions
         self.model_ = model.to("cpu").double()
+        if x_range is not None:
+            self.model_.rff.set_input_range(*((np.asarray(bound, dtype=np.float64) - p.x_mean) / p.x_scale
+                                              for bound in x_range))
         self._device = p.device
         self.solver_ = p.solver
         self.alpha_ = alpha

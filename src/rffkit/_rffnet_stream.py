@@ -341,10 +341,11 @@ def standardiser(first, device, y_moments=None):
     """The :class:`_Standardiser` of the first pass's moments (the target's, when given, else none)."""
     x_mean = first.x_moments.mean
     x_scale = standard_scale(x_mean, first.x_moments.std, np.float64)
+    x_range = first.x_moments.minimum, first.x_moments.maximum
     if y_moments is None:
-        return _Standardiser(x_mean, x_scale, 0.0, 1.0, device)
+        return _Standardiser(x_mean, x_scale, 0.0, 1.0, device, x_range)
     y_mean, y_std = float(y_moments.mean[0]), float(y_moments.std[0])
-    return _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device)
+    return _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device, x_range)
 
 
 def finished_model(model, owner):
@@ -438,7 +439,7 @@ def _set_fitted(estimator, source, standardise, model, history, alpha, r2):
 
     problem = _Problem("varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, None,
                        (standardise.y_mean, standardise.y_scale), 1, None, None, None, None, None, model.rff, None)
-    estimator._set_fitted(None, problem, model, history, alpha)
+    estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
     estimator.best_validation_score_ = r2
     estimator.n_features_in_ = source.n_features
     estimator.__dict__.pop("feature_names_in_", None)

@@ -34,11 +34,15 @@ def layer_width(layer):
 
 
 class _Standardiser:
-    """``(X - mean) / scale`` as float32 tensors on ``device``, and the standardised target."""
+    """``(X - mean) / scale`` as float32 tensors on ``device``, and the standardised target.
 
-    def __init__(self, x_mean, x_scale, y_mean, y_scale, device):
+    ``x_range``, ``(minimum, maximum)`` of the inputs over every row, is passed on to the
+    fitted model (see :meth:`~rffkit.layers.ARDRandomFourierFeatures.set_input_range`).
+    """
+
+    def __init__(self, x_mean, x_scale, y_mean, y_scale, device, x_range=None):
         self.x_mean, self.x_scale, self.y_mean, self.y_scale = x_mean, x_scale, y_mean, y_scale
-        self.device = device
+        self.device, self.x_range = device, x_range
 
     def inputs(self, X):
         return as_tensor((np.asarray(X, dtype=np.float64) - self.x_mean) / self.x_scale, dtype=torch.float32,

@@ -147,6 +147,8 @@ class RunningMoments:
     std : ndarray of shape (p,)
     m2 : ndarray of shape (p,)
         Sum of squared deviations from the mean.
+    minimum, maximum : ndarray of shape (p,)
+        The smallest and largest value seen.
 
     Notes
     -----
@@ -179,6 +181,7 @@ class RunningMoments:
         self._shift = None
         self._shifted_mean = None
         self.m2 = None
+        self.minimum = self.maximum = None
 
     def update(self, X):
         """Add a chunk of rows.
@@ -203,6 +206,7 @@ class RunningMoments:
         elif X.shape[1:] != self._shift.shape:
             raise ValueError(
                 f"chunk rows have shape {X.shape[1:]}, earlier ones {self._shift.shape}.")
+        self._extend_range(X.min(axis=0), X.max(axis=0))
         deviations = X - self._shift
         chunk_mean = deviations.mean(axis=0)
         deviations -= chunk_mean
@@ -233,6 +237,7 @@ class RunningMoments:
             self._shift = other._shift.copy()
             self._shifted_mean = other._shifted_mean.copy()
             self.m2 = other.m2.copy()
+            self.minimum, self.maximum = other.minimum.copy(), other.maximum.copy()
             return self
         if other._shift.shape != self._shift.shape:
             raise ValueError(f"cannot merge moments of shape {other._shift.shape} into "
@@ -241,7 +246,12 @@ class RunningMoments:
         # so their difference is small when the data share a large offset.
         other_mean = other._shifted_mean + (other._shift - self._shift)
         self._combine(other.count, other_mean, other.m2)
+        self._extend_range(other.minimum, other.maximum)
         return self
+
+    def _extend_range(self, minimum, maximum):
+        self.minimum = minimum.copy() if self.minimum is None else np.minimum(self.minimum, minimum)
+        self.maximum = maximum.copy() if self.maximum is None else np.maximum(self.maximum, maximum)
 
     def _combine(self, count, shifted_mean, m2):
         total = self.count + count

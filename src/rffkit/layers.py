@@ -195,6 +195,38 @@ class ARDRandomFourierFeatures(nn.Module):
         """Whether the ``lambda o x`` columns follow (layers saved before they existed have none)."""
         return getattr(self, "linear", False)
 
+    @property
+    def input_range(self):
+        """``(lower, upper)`` the trigonometric columns clamp their inputs to, or None (no clamping)."""
+        lower, upper = getattr(self, "input_lower", None), getattr(self, "input_upper", None)
+        return None if lower is None else (lower, upper)
+
+    def set_input_range(self, lower, upper):
+        """Clamp the inputs of the trigonometric columns to ``[lower, upper]`` per feature.
+
+        A fitted model's range is that of its training inputs: beyond it the random
+        features of a stationary kernel take pseudo-random values (a sum of cosines has no
+        trend to follow), so the kernel part is held constant at the boundary, as a tree
+        ensemble's prediction is, while the linear columns ``lambda o x`` (with ``linear``)
+        keep extrapolating. Inside the range nothing changes.
+
+        Parameters
+        ----------
+        lower, upper : array-like of shape (n_features,) or None
+            The range of each input, in the units the layer sees (standardised inputs in
+            the estimators); None removes the range.
+
+        Returns
+        -------
+        ARDRandomFourierFeatures
+            ``self``.
+        """
+        like = self.frequencies
+        for name, bound in (("input_lower", lower), ("input_upper", upper)):
+            self.register_buffer(name, None if lower is None else torch.as_tensor(bound, dtype=like.dtype,
+                                                                                  device=like.device))
+        return self
+
     def replace(self, *, frequencies=None, offsets=None, relevances=None, linear=None):
         """A new layer with some of this one's draws or relevances replaced (the rest shared).
 
@@ -228,7 +260,8 @@ class ARDRandomFourierFeatures(nn.Module):
 
         The first ``k`` columns of a draw are themselves a valid draw of ``k``
         features, so a fit can grow ``k`` (coarse to fine) and keep its random map.
-        With ``linear`` the ``n_features`` columns ``lambda o x`` follow the ``k``.
+        With ``linear`` the ``n_features`` columns ``lambda o x`` follow the ``k``. With an
+        input range (:meth:`set_input_range`) the ``k`` columns see ``x`` clamped to it.
 
         Parameters
         ----------
@@ -245,12 +278,14 @@ class ARDRandomFourierFeatures(nn.Module):
         k = self.n_components if n_components is None else n_components
         scale = math.sqrt(2.0 / k)
         scaled = x * self.relevances
+        bounds = self.input_range
+        trig = scaled if bounds is None else torch.clamp(x, *bounds) * self.relevances
         # without autograd the features are written in place: at n = 50k, D = 2272 the
         # out-of-place chain (cos, sin, cat, scale) held four more n x D/2 copies
         in_place = not (torch.is_grad_enabled() and (x.requires_grad or self.relevances.requires_grad))
         linear = self.has_linear
         if self.variant == "cos":
-            projection = torch.addmm(self.offsets[:k], scaled, self.frequencies[:, :k])
+            projection = torch.addmm(self.offsets[:k], trig, self.frequencies[:, :k])
             if not in_place:
                 features = torch.cos(projection) * scale
                 return torch.cat([features, scaled], dim=1) if linear else features
@@ -262,7 +297,7 @@ class ARDRandomFourierFeatures(nn.Module):
             features[:, k:] = scaled
             return features
         m = (k + 1) // 2  # the first m frequencies: nested like the 'cos' columns
-        projection = scaled @ self.frequencies[:, :m]
+        projection = trig @ self.frequencies[:, :m]
         if not in_place:
             features = torch.cat([torch.cos(projection), torch.sin(projection)], dim=1)[:, :k] * scale
             return torch.cat([features, scaled], dim=1) if linear else features
