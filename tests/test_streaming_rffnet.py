@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+import rffkit
 import rffkit._rffnet_stream as stream
 from rffkit import RFFNetRegressor
 from rffkit._ridge import select_ridge_alpha, walk_ridge_alpha
@@ -244,6 +245,8 @@ def test_fitted_model_holds_its_kernel_part_constant_beyond_the_training_range(d
     at_edge = np.clip(far, X.min(axis=0), X.max(axis=0))
     names = [f"x{j}" for j in range(N_FEATURES)]
     np.testing.assert_allclose(in_memory.predict(far), in_memory.predict(at_edge), rtol=1e-12)
+    rffkit.save(in_memory, tmp_path / "model.rffkit")  # the range is part of the model file
+    np.testing.assert_array_equal(rffkit.load(tmp_path / "model.rffkit").predict(far), in_memory.predict(far))
     np.testing.assert_allclose(streamed.predict(pd.DataFrame(far, columns=names)),
                                streamed.predict(pd.DataFrame(at_edge, columns=names)), rtol=1e-12)
 
