@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone, is_classifier, is_regressor
 
 import rffkit._validation as validation_module
@@ -146,6 +147,7 @@ def test_interrupt_after_validation_leaves_the_estimator_as_it_was(name, fitted,
         _fit_traced(estimator, X_new, y_new, tracer)
     assert tracer.raised
     assert_state_unchanged(estimator, before)
+    assert torch.is_grad_enabled()  # even when the interrupt hit the exit of a torch.no_grad() block
     if fitted:  # still the 5-column model
         method = "transform" if hasattr(estimator, "transform") else "predict"
         assert getattr(estimator, method)(X_old).shape[0] == X_old.shape[0]

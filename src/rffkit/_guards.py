@@ -154,6 +154,10 @@ def large_blas_call():
 def atomic_fit(fit):
     """Decorate ``fit``: bounded threads, a memory check, and on any exception the old state.
 
+    The old state includes torch's autograd mode: an exception (a ``KeyboardInterrupt``
+    above all) raised while a ``torch.no_grad()`` block exits would otherwise leave
+    gradients off for the rest of the caller's session.
+
     When the memory check fails and the estimator's class defines
     ``_fit_in_chunks_instead(self, X, *args, error, **kwargs)``, that method fits instead
     (it re-raises ``error`` when the chunked path does not fit either).
@@ -161,7 +165,7 @@ def atomic_fit(fit):
 
     @functools.wraps(fit)
     def wrapper(estimator, X=None, *args, **kwargs):
-        saved = dict(vars(estimator))
+        saved, grad_mode = dict(vars(estimator)), torch.is_grad_enabled()
         try:
             with limited_threads(), deferred_warnings() as pending:
                 fit_now = fit
@@ -176,6 +180,7 @@ def atomic_fit(fit):
                         fit_now = functools.partial(chunked, error=error)
                 fitted = fit_now(estimator, X, *args, **kwargs)
         except BaseException:
+            torch.set_grad_enabled(grad_mode)
             state = vars(estimator)
             state.clear()
             state.update(saved)
