@@ -60,7 +60,7 @@ from .distributed import all_gather_object, all_reduce_sum, broadcast_object, wo
 from .exceptions import DivergenceError
 from .layers import RFFNetModule
 
-__all__ = ["AdamStreamSettings", "ADAM_STREAM_SETTINGS", "runs_adam", "fit_adam_stream", "set_fitted",
+__all__ = ["AdamStreamSettings", "ADAM_STREAM_SETTINGS", "runs_adam", "fit_adam_stream",
            "validation_score", "local_batch_size"]
 
 
@@ -212,20 +212,6 @@ def validation_score(estimator, source, fraction, seed):
     return 1.0 - sse / spread if spread > 0 else (1.0 if sse == 0 else 0.0)
 
 
-def set_fitted(estimator, source, standardise, target_state, model, history, alpha, *, solver):
-    """Store a streamed fit through the in-memory fit's own :meth:`_set_fitted`, then what a source adds."""
-    from ._rffnet_base import _Problem
-    from .io import TableSource
-
-    problem = _Problem(solver, (), standardise.device, standardise.x_mean, standardise.x_scale, None, target_state,
-                       None, None, None, None, None, None, model.rff, None)
-    estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
-    estimator.n_features_in_ = source.n_features
-    estimator.__dict__.pop("feature_names_in_", None)
-    if isinstance(source, TableSource):
-        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
-
-
 def _first_pass(estimator, source, fraction, seed):
     """``(x_moments, target_state, n_rows, n_validation)`` of the source."""
     owner = type(estimator).__name__
@@ -305,7 +291,7 @@ def fit_adam_stream(estimator, X, y):
         if not all(torch.isfinite(parameter).all() for parameter in model.parameters()):
             raise DivergenceError(f"{owner}: training produced non-finite parameters; "
                                   "lower learning_rate or raise alpha.")
-        set_fitted(estimator, source, standardise, target_state, model, history, alpha, solver="adam")
+        _stream.set_fitted(estimator, source, standardise, target_state, model, history, alpha, solver="adam")
         estimator.best_validation_score_ = validation_score(estimator, source, fraction, split_seed) \
             if validated else None
         estimator.n_rows_seen_ = n_rows

@@ -147,7 +147,8 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
 
 def fit_rffnet_classifier_stream(estimator, X, y):
     """Fit an RFFNetClassifier ('varpro') on a source; see the module docstring. Returns it."""
-    from ._adam_stream import set_fitted, validation_score
+    from ._adam_stream import validation_score
+    from ._rffnet_stream import set_fitted
 
     owner = type(estimator).__name__
     settings = estimator._settings

@@ -424,7 +424,9 @@ def fit_stream(estimator, X, y):
             model.first_linear.bias.fill_(intercept)
         finished_model(model, owner)
         record_final_loss(history, loss, validated)
-        _set_fitted(estimator, source, standardise, model, history, alpha, r2)
+        set_fitted(estimator, source, standardise, (standardise.y_mean, standardise.y_scale), model, history, alpha,
+                   solver="varpro")
+        estimator.best_validation_score_ = r2
         estimator.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
         progress.summary(
             f"fitted in {progress.elapsed:.1f} s on {estimator.n_rows_seen_} streamed rows: alpha {alpha:g}, "
@@ -433,14 +435,13 @@ def fit_stream(estimator, X, y):
     return estimator
 
 
-def _set_fitted(estimator, source, standardise, model, history, alpha, r2):
-    """Store the fit through the in-memory fit's own :meth:`_set_fitted`, then what a source adds."""
+def set_fitted(estimator, source, standardise, target_state, model, history, alpha, *, solver):
+    """Store a streamed fit through the in-memory fit's own :meth:`_set_fitted`, then what a source adds."""
     from ._rffnet_base import _Problem
 
-    problem = _Problem("varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, None,
-                       (standardise.y_mean, standardise.y_scale), 1, None, None, None, None, None, model.rff, None)
+    problem = _Problem(solver, (), standardise.device, standardise.x_mean, standardise.x_scale, None, target_state,
+                       None, None, None, None, None, None, model.rff, None)
     estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
-    estimator.best_validation_score_ = r2
     estimator.n_features_in_ = source.n_features
     estimator.__dict__.pop("feature_names_in_", None)
     if isinstance(source, TableSource):
