@@ -122,9 +122,11 @@ def _srff_fit(estimator, n, p, itemsize):
 
 
 def _rffnet_fit(estimator, n, p, itemsize):
-    """Measured: the search and the head hold about 12 float32 n x D matrices (and n x p x D
-    products in the relevance gradient), the refinement moves about 23 float64 D x D ones
-    (Gram matrices and eigendecompositions of candidate heads); the peak is the larger."""
+    """Measured peaks of the process (``ru_maxrss``, which also counts memory the allocator
+    keeps): 'varpro' holds about 14 bytes per n x D entry in its search and head (24 for the
+    classifier's heads), plus a little per n x p x D product of the relevance gradient, and
+    its refinement moves about 100 bytes per D x D entry (Gram matrices and factors of
+    candidate heads; 120 for the classifier); the peak is the larger."""
     from ._search import default_n_components, varpro_n_components
 
     n_train = n
@@ -140,8 +142,8 @@ def _rffnet_fit(estimator, n, p, itemsize):
     if varpro:
         classifier = not estimator._supports_varpro or type(estimator).__name__.endswith("Classifier")
         moves = estimator.rescale_groups or estimator.align_frequencies or estimator.prune_relevances
-        search = (75.0 if classifier else 50.0) * n * D + 1.2 * n * p * D
-        refine = (120.0 if classifier else 190.0 if moves else 60.0) * D * D
+        search = (24.0 if classifier else 14.0) * n * D + 0.1 * n * p * D
+        refine = (120.0 if classifier else 100.0 if moves else 60.0) * D * D
         return max(search, refine), f"n x D feature matrices and D x D Gram matrices (D={D})", "lower n_components"
     batch = min(int(estimator.batch_size), n)
     needed = 2.0 * n * p * 8 + 4.0 * (n - n_train + 3 * batch) * D * 4
