@@ -98,7 +98,6 @@ class Method:
     fit: object
     alpha: object = lambda model: getattr(model, "alpha_", "")
     relevant_found: object = None
-    devices: tuple = ("cpu", "cuda")
     notes: list = field(default_factory=list)
 
 
