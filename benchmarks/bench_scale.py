@@ -578,14 +578,17 @@ def write_markdown(rows, args, notes):
         lines.append(f"- {method}: slope of log(fit time) against log(n) over n = {sizes}: **{fitted:.2f}**"
                      f"{cpu_text} (1 is linear; the CPU time, summed over threads, depends less on the load).")
         if ratio is not None:
-            verdict = "met" if ratio <= TARGETS["time_ratio_1e7_1e6"] else "missed"
-            lines.append(f"  time(1e7) / time(1e6) = {ratio:.1f} (target <= 11: {verdict})"
+            target = TARGETS["time_ratio_1e7_1e6"]
+            judged = (f"target <= {target:g}: {'met' if ratio <= target else 'missed'}" if method == "RFFRidge (D=2000)"
+                      else "the issue sets this target for RFFRidge (D=2000) only")
+            lines.append(f"  time(1e7) / time(1e6) = {ratio:.1f} ({judged})"
                          + (f"; CPU time(1e7) / CPU time(1e6) = {cpu_ratio:.1f}." if cpu_ratio else "."))
         at_1e7 = [r for r in series if int(float(r["n"])) == 10**7]
         if at_1e7:
             peak = float(at_1e7[0]["peak_rss_gb"])
-            verdict = "met" if peak <= TARGETS["peak_rss_gb_1e7"] else "missed"
-            lines.append(f"  peak RSS at 1e7: {peak:.2f} GB (target <= 2 GB: {verdict}).")
+            limit = TARGETS["rffnet_rss_gb" if method == RFFNET else "peak_rss_gb_1e7"]
+            verdict = "met" if peak <= limit else "missed"
+            lines.append(f"  peak RSS at 1e7: {peak:.2f} GB (target <= {limit:g} GB: {verdict}).")
         pair = {int(r["processes"]): r for r in rows if r["method"] == method and r["problem"] == "SE1"
                 and int(float(r["n"])) == 10**6 and r.get("device", "cpu") == "cpu"}
         if 1 in pair and 2 in pair:
