@@ -181,10 +181,10 @@ def _aligned_layers(layer, X, y, sample_frequencies, generator, settings):
         phases = torch.as_tensor(rng.uniform(0.0, 2.0 * np.pi, size), dtype=dtype, device=device)
     else:
         phases = torch.zeros(size, dtype=dtype, device=device)
-    start = layer.relevances.detach()
+    start, inputs = layer.relevances.detach(), layer.kernel_inputs(X)
     for scale in settings.align_scales:
         relevances = scale * start
-        cos_sums, sin_sums = target_spectrum(X * relevances, y, draw)
+        cos_sums, sin_sums = target_spectrum(inputs * relevances, y, draw)
         if layer.variant == "cos":  # cos(w x + b) = cos b cos(w x) - sin b sin(w x)
             score = ((phases.cos()[:, None] * cos_sums - phases.sin()[:, None] * sin_sums) ** 2).sum(dim=1)
         else:

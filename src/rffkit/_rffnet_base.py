@@ -31,6 +31,7 @@ from ._progress import FitProgress
 from ._refine import refine_layer
 from ._search import default_n_components, search_relevances, varpro_n_components
 from ._settings import DEFAULT_SETTINGS
+from ._warp import quantile_warp
 from ._validation import (
     FLOAT32_MAX,
     LARGEST_LEARNING_RATE,
@@ -51,7 +52,7 @@ __all__ = ["BaseRFFNet"]
 
 #: Parameters that only one solver reads.
 _ADAM_ONLY = ("learning_rate", "batch_size")
-_VARPRO_ONLY = ("linear_term", "rescale_groups", "align_frequencies", "prune_relevances")
+_VARPRO_ONLY = ("linear_term", "rescale_groups", "align_frequencies", "prune_relevances", "warp_inputs")
 
 
 @dataclass
@@ -91,6 +92,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         "rescale_groups": ["boolean"],
         "align_frequencies": ["boolean"],
         "prune_relevances": ["boolean"],
+        "warp_inputs": ["boolean"],
         "hidden_layer_sizes": ["array-like"],
         "solver": [StrOptions({"auto", "adam", "varpro"})],
         "learning_rate": [Interval(numbers.Real, 0, LARGEST_LEARNING_RATE, closed="right")],
@@ -113,7 +115,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     def __init__(
         self, *, n_components=None, kernel="gaussian", variant="cos_sin", linear_term=True, alpha="auto",
         relevance_penalty=0.0,
-        rescale_groups=True, align_frequencies=True, prune_relevances=True, hidden_layer_sizes=(), solver="auto",
+        rescale_groups=True, align_frequencies=True, prune_relevances=True, warp_inputs=True, hidden_layer_sizes=(),
+        solver="auto",
         learning_rate=1e-2, batch_size=256, max_iter=100, tol=1e-4, early_stopping=True, validation_fraction=0.1,
         n_iter_no_change=10, random_state=None, device="cpu", verbose=0, memory_budget=None,
     ):
@@ -126,6 +129,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self.rescale_groups = rescale_groups
         self.align_frequencies = align_frequencies
         self.prune_relevances = prune_relevances
+        self.warp_inputs = warp_inputs
         self.hidden_layer_sizes = hidden_layer_sizes
         self.solver = solver
         self.learning_rate = learning_rate
@@ -250,6 +254,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             n_components = (varpro_n_components if solver == "varpro" else default_n_components)(
                 len(train_rows), self._settings)
         layer = self._draw_layer(X.shape[1], n_components, layer_seed, device)
+        if solver == "varpro":
+            self._warp_layer(layer, Xs[train_rows])
         return _Problem(
             solver, hidden, device, x_mean, x_scale, target, target_state, n_outputs, validation_rows,
             tensor(train_rows), self._target_tensor(target[train_rows], device), X_val, y_val, layer,
@@ -262,6 +268,19 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             n_features, n_components, self.kernel, random_state=seed, dtype=torch.float32, device=device,
             variant=self.variant,
         )
+
+    def _warp_layer(self, layer, X_train, bounds=None):
+        """Give ``layer`` the quantile maps of the heavy-tailed columns of ``X_train`` (standardised), if any.
+
+        ``bounds``: the range of every column over all rows, when ``X_train`` is a sample
+        (see :func:`rffkit._warp.quantile_warp`).
+        """
+        settings = self._settings
+        if not self.warp_inputs:
+            return layer
+        warp = quantile_warp(X_train, min_kurtosis=settings.warp_kurtosis, min_distinct=settings.warp_min_distinct,
+                             n_knots=settings.warp_knots, max_tie=settings.warp_max_tie, bounds=bounds)
+        return layer if warp is None else layer.set_input_warp(*warp)
 
     def _solve_varpro(self, problem, progress):
         """Relevance search, head, refinement moves: ``(model, history, alpha)``.

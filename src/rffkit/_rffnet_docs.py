@@ -78,6 +78,14 @@ PARAMETERS = """
         layer must screen better than the layer), and the best is kept only if the
         head refitted on all training rows lowers the validation error by more than
         two standard errors (without a validation split: the GCV score by 1%).
+    warp_inputs : bool, default=True
+        'varpro' only. The kernel sees each heavy-tailed input (excess kurtosis above
+        20 on the training rows, at least 32 distinct values, none on more than half
+        of the rows) through its quantile map to normal scores, piecewise linear on
+        128 knots and stored with the model, so that its length scale resolves the
+        bulk of the values instead of the few extreme ones; the linear columns of
+        ``linear_term`` keep the input as it is. Other inputs are only clamped to
+        their training range.
     hidden_layer_sizes : tuple of int, default=()
         Empty: RFFNet's linear head. Otherwise ReLU layers of these widths follow the
         random-feature layer (RFFNet+, Otto, 2022), fitted by 'adam'; ``alpha`` then

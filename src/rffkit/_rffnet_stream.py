@@ -198,10 +198,8 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
 
 
 def _nested(layer, frequencies, offsets, relevances, n_components):
-    """A layer of ``layer``'s type and variant (and linear columns) on the given draws."""
-    options = {"linear": True} if getattr(layer, "has_linear", False) else {}
-    return type(layer)(frequencies, offsets, relevances, variant=layer.variant, n_components=n_components,
-                       **options)
+    """A layer like ``layer`` (variant, linear columns, input warp) on the given draws."""
+    return layer.replace(frequencies=frequencies, offsets=offsets, relevances=relevances, n_components=n_components)
 
 
 def _n_frequencies(variant, n_components):
@@ -276,6 +274,21 @@ def _sample_problem(estimator, first, standardise, layer, *, validation_fraction
         estimator._target_tensor(target[~held], standardise.device), X_val, y_val, layer, generator,
         heads,
     )
+
+
+def warped(estimator, layer, standardise, X_sample):
+    """``layer`` with the in-memory fit's input maps (:meth:`~rffkit._rffnet_base.BaseRFFNet._warp_layer`).
+
+    The quantiles come from ``X_sample``, the sample's training rows (raw); the other
+    columns are clamped to the range of every row, as the in-memory fit clamps them to
+    that of its training rows.
+    """
+    X = (np.asarray(X_sample, dtype=np.float64) - standardise.x_mean) / standardise.x_scale
+    bounds = None
+    if standardise.x_range is not None:
+        bounds = tuple((np.asarray(bound, dtype=np.float64) - standardise.x_mean) / standardise.x_scale
+                       for bound in standardise.x_range)
+    return estimator._warp_layer(layer, X, bounds=bounds)
 
 
 def _on_every_rank(compute):
@@ -383,6 +396,10 @@ def fit_stream(estimator, X, y):
 
         standardise = standardiser(first, device, first.y_moments)
         full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
+        X_sample, _, sample_rows_index = first.sample
+        held = validation_mask(sample_rows_index, fraction, split_seed) if validated else \
+            np.zeros(sample_rows_index.shape, bool)
+        warped(estimator, full, standardise, X_sample[~held])
 
         alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
         heads = StreamedRidgeHeads(source, standardise, validated=validated, fraction=fraction, seed=split_seed,

@@ -35,6 +35,19 @@ class RFFNetSettings:
     varpro_wide_features: int = 2500
     varpro_head_budget: float = 3e10
 
+    # -- the kernel's inputs ------------------------------------------------------------------
+    #: Columns whose standardised training values have excess kurtosis above
+    #: ``warp_kurtosis``, at least ``warp_min_distinct`` distinct values and no value
+    #: on more than ``warp_max_tie`` of the rows reach the kernel through their quantile
+    #: map to normal scores, on ``warp_knots`` knots (:mod:`rffkit._warp`); the linear
+    #: columns keep them as they are (the estimators' ``warp_inputs``). 20 maps counts,
+    #: lot areas, crime rates and delays, and leaves sizes with a log-normal spread (excess
+    #: kurtosis 3 to 10), whose maps lost accuracy on Ames (benchmarks/results/real.md).
+    warp_kurtosis: float = 20.0
+    warp_min_distinct: int = 32
+    warp_max_tie: float = 0.5
+    warp_knots: int = 128
+
     # -- the penalty ----------------------------------------------------------------------
     #: Penalty of the relevance search when ``alpha='auto'``, and the whole of 'auto' for
     #: the Adam solver, which has no closed-form path to choose it from.

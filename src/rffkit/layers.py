@@ -227,7 +227,60 @@ class ARDRandomFourierFeatures(nn.Module):
                                                                                   device=like.device))
         return self
 
-    def replace(self, *, frequencies=None, offsets=None, relevances=None, linear=None):
+    @property
+    def input_warp(self):
+        """``(knots, values)`` of the map the trigonometric columns see their inputs through, or None."""
+        knots = getattr(self, "warp_knots", None)
+        return None if knots is None else (knots, self.warp_values)
+
+    def set_input_warp(self, knots, values):
+        """Pass the inputs of the trigonometric columns through monotone piecewise-linear maps.
+
+        Feature ``j``'s input goes through the line segments joining the points
+        ``(knots[j, k], values[j, k])``, held at ``values[j, 0]`` below the first knot and
+        at the last value above the last knot: a quantile map of a heavy-tailed input to
+        normal scores (:func:`rffkit._warp.quantile_warp`), so that the stationary kernel
+        resolves the bulk of its values, and the identity clamped to the training range on
+        the other inputs (what :meth:`set_input_range` does). The linear columns
+        ``lambda o x`` keep the inputs as they are.
+
+        Parameters
+        ----------
+        knots, values : array-like of shape (n_features, n_knots) or None
+            Non-decreasing knots of each feature (repeated knots only at the end) and the
+            values there, in the units the layer sees; None removes the maps.
+
+        Returns
+        -------
+        ARDRandomFourierFeatures
+            ``self``.
+        """
+        like = self.frequencies
+        for name, array in (("warp_knots", knots), ("warp_values", values)):
+            self.register_buffer(name, None if knots is None else torch.as_tensor(
+                np.ascontiguousarray(array), dtype=like.dtype, device=like.device))
+        return self
+
+    def kernel_inputs(self, x):
+        """The inputs the trigonometric columns see: ``x`` through the input warp, or clamped to the input range.
+
+        Parameters
+        ----------
+        x : Tensor of shape (n_samples, n_features)
+            Inputs, in the layer's dtype and on its device.
+
+        Returns
+        -------
+        Tensor of shape (n_samples, n_features)
+            ``x`` itself when the layer has neither.
+        """
+        warp = self.input_warp
+        if warp is not None:
+            return _piecewise_linear(x, *warp)
+        bounds = self.input_range
+        return x if bounds is None else torch.clamp(x, *bounds)
+
+    def replace(self, *, frequencies=None, offsets=None, relevances=None, linear=None, n_components=None):
         """A new layer with some of this one's draws or relevances replaced (the rest shared).
 
         Parameters
@@ -240,20 +293,27 @@ class ARDRandomFourierFeatures(nn.Module):
             New relevances; None copies this layer's current values.
         linear : bool, default=None
             Whether the ``lambda o x`` columns follow; None keeps this layer's choice.
+        n_components : int, default=None
+            ``D`` of the new draws; None keeps this layer's.
 
         Returns
         -------
         ARDRandomFourierFeatures
-            The new layer, same variant and ``n_components``.
+            The new layer, same variant, input range and input warp.
         """
-        return type(self)(
+        layer = type(self)(
             self.frequencies if frequencies is None else frequencies,
             self.offsets if offsets is None else offsets,
             self.relevances.detach() if relevances is None else relevances,
             variant=self.variant,
-            n_components=self.n_components,
+            n_components=self.n_components if n_components is None else n_components,
             linear=self.has_linear if linear is None else linear,
         )
+        if self.input_range is not None:
+            layer.set_input_range(*self.input_range)
+        if self.input_warp is not None:
+            layer.set_input_warp(*self.input_warp)
+        return layer
 
     def forward(self, x, n_components=None):
         """Random features of ``x``; ``n_components`` uses only the first columns.
@@ -261,7 +321,8 @@ class ARDRandomFourierFeatures(nn.Module):
         The first ``k`` columns of a draw are themselves a valid draw of ``k``
         features, so a fit can grow ``k`` (coarse to fine) and keep its random map.
         With ``linear`` the ``n_features`` columns ``lambda o x`` follow the ``k``. With an
-        input range (:meth:`set_input_range`) the ``k`` columns see ``x`` clamped to it.
+        input warp (:meth:`set_input_warp`) or range (:meth:`set_input_range`) the ``k``
+        columns see ``x`` through it (:meth:`kernel_inputs`).
 
         Parameters
         ----------
@@ -278,8 +339,8 @@ class ARDRandomFourierFeatures(nn.Module):
         k = self.n_components if n_components is None else n_components
         scale = math.sqrt(2.0 / k)
         scaled = x * self.relevances
-        bounds = self.input_range
-        trig = scaled if bounds is None else torch.clamp(x, *bounds) * self.relevances
+        plain = self.input_range is None and self.input_warp is None
+        trig = scaled if plain else self.kernel_inputs(x) * self.relevances
         # without autograd the features are written in place: at n = 50k, D = 2272 the
         # out-of-place chain (cos, sin, cat, scale) held four more n x D/2 copies
         in_place = not (torch.is_grad_enabled() and (x.requires_grad or self.relevances.requires_grad))
@@ -322,6 +383,19 @@ class ARDRandomFourierFeatures(nn.Module):
             f"n_features={self.frequencies.shape[0]}, n_components={self.n_components}, "
             f"variant={self.variant!r}" + (", linear=True" if self.has_linear else "")
         )
+
+
+def _piecewise_linear(x, knots, values):
+    """``x`` (n, p) through the piecewise-linear maps of :meth:`ARDRandomFourierFeatures.set_input_warp`."""
+    last = knots.shape[1] - 1
+    columns = x.T.contiguous()
+    upper = torch.searchsorted(knots, columns, right=True).clamp_(1, last)
+    lower = upper - 1
+    x0, x1 = knots.gather(1, lower), knots.gather(1, upper)
+    y0, y1 = values.gather(1, lower), values.gather(1, upper)
+    step = x1 - x0
+    t = torch.where(step > 0, (columns - x0) / torch.where(step > 0, step, 1.0), 0.0).clamp_(0.0, 1.0)
+    return (y0 + t * (y1 - y0)).T
 
 
 class RFFNetModule(nn.Module):
