@@ -9,7 +9,9 @@ every method, so the fit time is that of the whole pipeline and RFFNet's relevan
 be grouped back to the table's columns (:func:`rffkit.inspection.grouped_importances`,
 summed over a column's indicators).
 
-Methods: ``RFFNetRegressor()`` / ``RFFNetClassifier()`` at their defaults; ``RFFRidge()``
+Methods: ``RFFNetRegressor()`` / ``RFFNetClassifier()`` at their defaults (``rffnet``),
+and with ``warp_inputs=False`` (``rffnet_plain``: no quantile map of heavy-tailed
+inputs for the kernel); ``RFFRidge()``
 / ``RFFClassifier()`` at their defaults (random features of one Gaussian kernel, no
 relevances); scikit-learn's ``HistGradientBoostingRegressor/Classifier()`` at their
 defaults, ranked by permutation importance on the test split (5 repeats; R^2 for
@@ -51,12 +53,12 @@ TIE = 0.01  # RFFNet ties HGB within this much R^2 / AUC
 SPEED_TARGET = 10.0  # RFFNet's fit within this many times HGB's on the 50k-row table
 QUICK_ROWS = 2000
 FULL_ROWS = 50000
-METHODS = ("rffnet", "rffnet_qt", "rff", "hgb", "linear", "rbf")
+METHODS = ("rffnet", "rffnet_plain", "rff", "hgb", "linear", "rbf")
 LABELS = {
-    "regression": {"rffnet": "RFFNetRegressor", "rffnet_qt": "RFFNetRegressor, heavy tails to normal scores",
+    "regression": {"rffnet": "RFFNetRegressor", "rffnet_plain": "RFFNetRegressor, warp_inputs=False",
                    "rff": "RFFRidge", "hgb": "HGB", "linear": "RidgeCV",
                    "rbf": "RBFSampler + RidgeCV"},
-    "classification": {"rffnet": "RFFNetClassifier", "rffnet_qt": "RFFNetClassifier, heavy tails to normal scores",
+    "classification": {"rffnet": "RFFNetClassifier", "rffnet_plain": "RFFNetClassifier, warp_inputs=False",
                        "rff": "RFFClassifier", "hgb": "HGB",
                        "linear": "LogisticRegression", "rbf": "RBFSampler + LogisticRegression"},
 }
@@ -204,70 +206,23 @@ class MedianHeuristicRBF(TransformerMixin, BaseEstimator):
         return self.sampler_.transform(np.asarray(X, dtype=float))
 
 
-class HeavyTailScaler(TransformerMixin, BaseEstimator):
-    """Standardises each column, except that heavy-tailed ones go to normal scores by their quantiles.
-
-    A column is heavy-tailed when, on the training rows, its excess kurtosis exceeds
-    ``kurtosis`` and it takes at least ``min_distinct`` values (indicator and count
-    columns are left to the scaler). Its values are then mapped through its empirical
-    distribution function to standard-normal quantiles (scikit-learn's
-    QuantileTransformer), so a stationary kernel with one length scale per column sees
-    the bulk of the rows spread out rather than squeezed next to a few extreme ones.
-    """
-
-    def __init__(self, *, kurtosis=3.0, min_distinct=32, random_state=None):
-        self.kurtosis = kurtosis
-        self.min_distinct = min_distinct
-        self.random_state = random_state
-
-    def fit(self, X, y=None):
-        from scipy.stats import kurtosis
-        from sklearn.preprocessing import QuantileTransformer, StandardScaler
-
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
-        X = np.asarray(X, dtype=float)
-        distinct = np.array([np.unique(column).size for column in X.T])
-        self.heavy_ = (kurtosis(X, axis=0) > self.kurtosis) & (distinct >= self.min_distinct)
-        self.scaler_ = StandardScaler().fit(X)
-        self.quantiles_ = None
-        if self.heavy_.any():
-            self.quantiles_ = QuantileTransformer(output_distribution="normal", n_quantiles=min(1000, X.shape[0]),
-                                                  random_state=self.random_state).fit(X[:, self.heavy_])
-        return self
-
-    def transform(self, X):
-        X = np.asarray(X, dtype=float)
-        out = self.scaler_.transform(X)
-        if self.quantiles_ is not None:
-            out[:, self.heavy_] = self.quantiles_.transform(X[:, self.heavy_])
-        return out
-
-    def get_feature_names_out(self, input_features=None):
-        if input_features is not None:
-            return np.asarray(input_features, dtype=object)
-        if hasattr(self, "feature_names_in_"):
-            return self.feature_names_in_
-        return np.asarray([f"x{i}" for i in range(self.heavy_.size)], dtype=object)
-
-
 def make_model(method, task, categorical, numeric, seed):
     """The method's pipeline: one-hot encoding and scaling, then the model."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    scaler = HeavyTailScaler(random_state=seed) if method == "rffnet_qt" else StandardScaler()
     preprocessing = ColumnTransformer(
         [("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
-         ("numbers", scaler, numeric)],
+         ("numbers", StandardScaler(), numeric)],
         sparse_threshold=0.0,
     )
     regression = task == "regression"
-    if method in ("rffnet", "rffnet_qt"):
+    if method in ("rffnet", "rffnet_plain"):
         from rffkit import RFFNetClassifier, RFFNetRegressor
 
-        model = (RFFNetRegressor if regression else RFFNetClassifier)(random_state=seed)
+        model = (RFFNetRegressor if regression else RFFNetClassifier)(random_state=seed,
+                                                                      warp_inputs=method == "rffnet")
     elif method == "rff":
         from rffkit import RFFClassifier, RFFRidge
 
@@ -335,7 +290,7 @@ def run_one(name, method, seed, data):
                         brier_score_loss(y_test, proba, labels=classes))
         row["accuracy"] = accuracy_score(y_test, classes[np.argmax(proba, axis=1)])
     importances = None
-    if method in ("rffnet", "rffnet_qt"):
+    if method in ("rffnet", "rffnet_plain"):
         from rffkit.inspection import grouped_importances
 
         importances = grouped_importances(model)
@@ -602,7 +557,7 @@ def limit_threads(threads, methods):
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(threadpool_limits(limits=threads))
-        if {"rffnet", "rffnet_qt", "rff"} & set(methods):
+        if {"rffnet", "rffnet_plain", "rff"} & set(methods):
             import rffkit
 
             stack.enter_context(rffkit.config_context(n_threads=threads))

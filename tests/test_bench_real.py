@@ -122,28 +122,11 @@ def test_wins_ties_losses_and_targets(bench):
     assert np.isnan(bench._ratio(rows, "boston", "rffnet"))
 
 
-def test_heavy_tail_scaler_sends_only_heavy_tailed_columns_to_normal_scores(bench):
-    from scipy.stats import norm, rankdata
-    from sklearn.compose import ColumnTransformer
-    from sklearn.linear_model import Ridge
-    from sklearn.pipeline import Pipeline
-
-    rng = np.random.default_rng(0)
-    n = 2000
-    X = pd.DataFrame({"votes": rng.lognormal(0.0, 2.0, n), "gauss": rng.normal(size=n),
-                      "flag": (rng.uniform(size=n) < 0.05).astype(float)})
-    scaler = bench.HeavyTailScaler(random_state=0).fit(X)
-    assert scaler.heavy_.tolist() == [True, False, False]  # the indicator's kurtosis is large, but 2 values
-    out = scaler.transform(X)
-    standard = (X - X.mean()) / X.std(ddof=0)
-    np.testing.assert_allclose(out[:, 1:], standard.to_numpy()[:, 1:], atol=1e-12)
-    # the heavy column: the normal score of each row's rank, to the interpolation of 1,000 quantiles
-    # (the smallest and largest rows go to QuantileTransformer's bounds, +-5.2, instead)
-    ranks = rankdata(X["votes"])
-    inner = (ranks > 10) & (ranks < n - 10)
-    assert np.max(np.abs(out[inner, 0] - norm.ppf((ranks[inner] - 0.5) / n))) < 0.05
-    assert np.all(np.diff(out[np.argsort(X["votes"].to_numpy()), 0]) >= 0)  # monotone
-    # a pipeline through it keeps one output per input column, by name
-    pipeline = Pipeline([("prep", ColumnTransformer([("numbers", bench.HeavyTailScaler(), list(X.columns))])),
-                         ("model", Ridge())]).fit(X, X["gauss"])
-    assert list(pipeline[0].get_feature_names_out()) == ["numbers__votes", "numbers__gauss", "numbers__flag"]
+def test_the_plain_method_is_rffnet_without_its_input_maps(bench):
+    for task, names in (("regression", ("RFFNetRegressor",)), ("classification", ("RFFNetClassifier",))):
+        default = bench.make_model("rffnet", task, [], ["x"], 0)[-1]
+        plain = bench.make_model("rffnet_plain", task, [], ["x"], 0)[-1]
+        assert type(default).__name__ == type(plain).__name__ == names[0]
+        assert default.warp_inputs and not plain.warp_inputs
+        assert {key: value for key, value in default.get_params().items() if key != "warp_inputs"} == \
+            {key: value for key, value in plain.get_params().items() if key != "warp_inputs"}
