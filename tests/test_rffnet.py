@@ -1,5 +1,6 @@
 """RFFNet behaviour: learning, relevances, integration and bad input (the contract: test_contract.py)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -246,17 +247,19 @@ def test_classifier_defaults_to_the_search_and_a_logistic_head():
     model = RFFNetClassifier(random_state=0).fit(X, y)
     assert model.solver_ == "varpro"
     assert set(np.argsort(-model.feature_importances_)[:2]) == {0, 3}
-    # the head is the penalised logistic optimum on the model's own features
+    # the head is the penalised logistic optimum on the model's own features of every row,
+    # at the penalty the validation rows chose (refitted once the moves are chosen)
     layer = model.model_.rff
     Z = layer(torch_tensor(model._standardise(X))).detach().numpy()
-    train = np.setdiff1d(np.arange(500), _validation_rows(model, X, y))
-    reference = LogisticRegression(C=1.0 / (2.0 * model.alpha_ * train.shape[0]), tol=1e-10, max_iter=10_000)
-    reference.fit(Z[train], y[train])
+    held = _validation_rows(model, X, y)
+    train = np.setdiff1d(np.arange(500), held)
+    reference = LogisticRegression(C=1.0 / (2.0 * model.alpha_ * 500), tol=1e-10, max_iter=10_000).fit(Z, y)
     np.testing.assert_allclose(model.predict_proba(X)[:, 1], reference.predict_proba(Z)[:, 1], atol=2e-3)
+    # the validation loss is that of the head on the training rows, which chose the penalty
+    chosen = LogisticRegression(C=1.0 / (2.0 * model.alpha_ * train.shape[0]), tol=1e-10, max_iter=10_000)
+    chosen.fit(Z[train], y[train])
     assert model.best_validation_loss_ == pytest.approx(
-        -np.mean(np.log(model.predict_proba(X)[_validation_rows(model, X, y), y[_validation_rows(model, X, y)]])),
-        rel=1e-4,
-    )
+        -np.mean(np.log(chosen.predict_proba(Z[held])[np.arange(held.shape[0]), y[held]])), rel=5e-3)
 
 
 def torch_tensor(array):
@@ -399,3 +402,32 @@ def test_relevance_penalty_zeroes_irrelevant_features(solver):
     assert 0 in kept and len(kept) <= X.shape[1] // 2
     # without the penalty no relevance is exactly zero
     assert np.all(RFFNetRegressor(**params).fit(X, y).relevances_ != 0)
+
+
+def test_the_head_is_refitted_on_every_row_at_the_penalty_the_validation_split_chose():
+    """Reference: ridge on the fitted layer's features of all rows (training and validation) at ``alpha_``.
+
+    Tolerance: 1e-4 of the target's standard deviation (the fit's features are float32,
+    the reference's float64 from the same layer).
+    """
+    import torch
+
+    from rffkit._ridge import solve_ridge
+
+    X, y = make_gregorova_se1(1500, random_state=3)
+    params = dict(n_components=128, max_iter=20, random_state=0)
+    model = RFFNetRegressor(**params).fit(X, y)
+    layer = model.model_.rff
+    assert layer.n_components == 128 and np.any(model.model_.first_linear.weight.detach().numpy()[0, :128] != 0)
+    with torch.no_grad():
+        Z = layer(torch.as_tensor(model._standardise(X)))
+    target = torch.as_tensor(((y - model._y_mean) / model._y_scale)[:, None])
+    solution = solve_ridge(Z, target, model.alpha_)
+    reference = (Z @ solution.coef + solution.intercept)[:, 0].numpy() * model._y_scale + model._y_mean
+    assert np.max(np.abs(model.predict(X) - reference)) < 1e-4 * y.std()
+    # without the refit the head is that of the training rows: another model
+    kept = RFFNetRegressor(**params)
+    kept._settings = dataclasses.replace(kept._settings, refit_head=False)
+    kept.fit(X, y)
+    np.testing.assert_array_equal(kept.relevances_, model.relevances_)
+    assert np.max(np.abs(kept.predict(X) - reference)) > 1e-3 * y.std()

@@ -13,6 +13,9 @@ losses beat the kept head's. A head fitter bundles what that needs for one kind 
 * :meth:`around` -- a fitter for candidate layers close to one whose head has penalty
   ``alpha`` (the logistic path then tries only that penalty's neighbourhood);
 * :meth:`install` -- write the head into an :class:`~rffkit.layers.RFFNetModule`;
+* :meth:`refit` -- the head of the kept layer at its chosen penalty, refitted on the
+  training and validation rows together once nothing is left to judge (the validation
+  rows are a tenth of the data the head can learn from);
 * :meth:`fit_linear` -- the linear-only head of a layer with linear columns: the
   penalised linear model on the standardised inputs of the features whose relevance
   is not zero, written on the layer's ``lambda o x`` columns (weights ``w / lambda``)
@@ -37,9 +40,13 @@ import math
 import torch
 
 from ._logistic import logistic_head_path
-from ._ridge import fit_ridge_head
+from ._ridge import fit_ridge_head, solve_ridge
 
 __all__ = ["RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
+
+
+def _joined(first, second):
+    return first if second is None else torch.cat([first, second])
 
 
 def linear_inputs(layer):
@@ -162,6 +169,15 @@ class RidgeHeads:
         """Per-sample squared errors on the validation split, summed over outputs (None without one)."""
         return None if self.X_val is None else head.sample_losses(layer(self.X_val), self.y_val)
 
+    @torch.no_grad()
+    def refit(self, layer, head):
+        """``head`` refitted on the training and validation rows together at its penalty (its score kept)."""
+        if self.X_val is None:
+            return head
+        solution = solve_ridge(layer(_joined(self.X, self.X_val)), _joined(self.y, self.y_val), head.alpha)
+        return dataclasses.replace(head, coef=solution.coef.reshape(head.coef.shape),
+                                   intercept=solution.intercept.reshape(head.intercept.shape))
+
     @staticmethod
     @torch.no_grad()
     def install(model, head):
@@ -235,6 +251,16 @@ class LogisticHeads:
     def validation_losses(self, head, layer):
         """Per-sample validation log-loss (None without a validation split)."""
         return None if self.X_val is None else head.sample_losses(layer(self.X_val), self.labels_val)
+
+    @torch.no_grad()
+    def refit(self, layer, head):
+        """``head`` refitted on the training and validation rows together at its penalty (its score kept)."""
+        if self.X_val is None:
+            return head
+        refitted = logistic_head_path(layer(_joined(self.X, self.X_val)), _joined(self.labels, self.labels_val),
+                                      self.n_classes, None, None, (head.alpha,), max_iter=self.max_iter,
+                                      tol=self.tol, patience=self.patience)
+        return dataclasses.replace(refitted, score=head.score)
 
     @staticmethod
     @torch.no_grad()

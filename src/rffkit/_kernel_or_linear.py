@@ -69,7 +69,7 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, 
     ----------
     estimator : BaseRFFNet
         The estimator being fitted; each fold fits a clone of it (same parameters,
-        ``settings.reduce_linear`` off, its own seed, silent, its warnings dropped:
+        ``settings.reduce_linear`` and ``settings.refit_head`` off, its own seed, silent, its warnings dropped:
         the fit on all rows gives its own).
     X : Tensor of shape (n, p)
         Standardised inputs.
@@ -101,7 +101,7 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, 
     target = target.detach().cpu() if classify else target.detach().to("cpu", torch.float64)
     rng = np.random.default_rng(seed)
     X = X.detach().to("cpu", torch.float64)
-    settings = dataclasses.replace(estimator._settings, reduce_linear=False)
+    settings = dataclasses.replace(estimator._settings, reduce_linear=False, refit_head=False)
     kernel, linear = torch.empty(len(folds), dtype=torch.float64), torch.empty(len(folds), dtype=torch.float64)
     for k, (train, test) in enumerate(folds):
         model = clone(estimator).set_params(random_state=int(rng.integers(SEED_BOUND)), verbose=0)
@@ -143,7 +143,7 @@ def _held_out_losses(model, X, target, train, test, make_heads):
 
 
 def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progress):
-    """``(layer, head)`` after the kernel-or-linear choice of the module docstring.
+    """``(layer, head, reduced)`` after the kernel-or-linear choice of the module docstring.
 
     ``heads`` fitted ``head`` (and judges on the validation split when the data are
     too large for cross-validation, streamed, or hold a class with fewer rows than
@@ -156,8 +156,7 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     too_few = (p.y_train.ndim == 1 and p.X_val is not None and
                int(torch.bincount(_joined(p.y_train, p.y_val), minlength=p.n_outputs).min()) < settings.linear_cv_folds)
     if p.heads is not None or p.X_val is None or n_rows > settings.linear_cv_rows or too_few:
-        layer, head, _ = reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z)
-        return layer, head
+        return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z)
     progress.stage("the linear model: cross-validation")
     X, target = _joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)
     seed = int(torch.randint(SEED_BOUND, (1,), generator=p.generator))
@@ -165,5 +164,4 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
                                                folds_of(target, settings.linear_cv_folds, seed), seed=seed,
                                                decided_after=settings.kernel_fold_losses)
     kernel_wins = int((kernel >= linear).sum()) <= settings.kernel_fold_losses
-    layer, head, _ = reduce_to_linear(heads, layer, head, kernel_wins=kernel_wins, linear_heads=make_heads(X, target))
-    return layer, head
+    return reduce_to_linear(heads, layer, head, kernel_wins=kernel_wins, linear_heads=make_heads(X, target))

@@ -320,10 +320,12 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             )
             if full_path.costly and layer is not p.layer:
                 head = full_path.around(head.alpha).fit(layer)
+        reduced = False
         if self.linear_term and settings.reduce_linear:
             progress.stage("the linear model")
-            layer, head = kernel_or_linear(self, p, full_path, layer, head,
-                                           lambda X, y: self._all_row_heads(p, X, y, auto_alpha, found.alpha), progress)
+            layer, head, reduced = kernel_or_linear(
+                self, p, full_path, layer, head,
+                lambda X, y: self._all_row_heads(p, X, y, auto_alpha, found.alpha), progress)
         heads = judge
         if p.X_val is None:
             heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate
@@ -334,11 +336,16 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         heads.install(model, head)
         history = found.history
         self._warn_if_not_converged(history, "varpro", head)
-        with torch.no_grad():
-            if p.X_val is not None:
+        if p.X_val is not None:
+            with torch.no_grad():
                 final = float(self._loss_fn()(model(p.X_val), p.y_val))
-                history.validation_loss.append(final)
-                history.best_validation_loss = final
+            history.validation_loss.append(final)
+            history.best_validation_loss = final
+            # nothing is judged on the validation rows any more: the head learns from them too
+            # (a reduced model's linear head is left as chosen; a streamed fit refits its own head)
+            if settings.refit_head and not reduced and p.heads is None:
+                progress.stage("head on all rows")
+                heads.install(model, heads.refit(layer, head))
         return model, history, head.alpha
 
     def _all_row_heads(self, problem, X, y, auto_alpha, surrogate_alpha):

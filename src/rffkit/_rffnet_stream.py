@@ -33,7 +33,9 @@ A source (:class:`~rffkit.io.TableSource`, :class:`~rffkit.io.ArraySource`, or a
    without a validation split) and the head is solved from the training statistics. With
    two candidate layers (when the memory budget holds their four ``D x D`` statistics)
    both heads are accumulated in the same pass and the one with the lower validation
-   error on every validation row is kept.
+   error on every validation row is kept. Its head is then solved at the chosen penalty
+   from the training and validation statistics together (every row), as the in-memory fit
+   refits its head on all rows once the moves are chosen.
 
 The layer's random draws are nested: the first ``k`` frequencies of a draw of ``K`` are a
 draw of ``k``. The plain widening of the head's layer (one of the candidates of
@@ -68,7 +70,9 @@ from ._head_layer import head_layer_candidates
 from ._memory import _rffnet_fit as _in_memory_estimate
 from ._progress import FitProgress
 from ._search import varpro_n_components
-from ._streamed_heads import StreamedRidgeHeads, _head_from_statistics, _Standardiser, layer_width
+from ._streamed_heads import (
+    StreamedRidgeHeads, _head_from_statistics, _refit_from_statistics, _Standardiser, layer_width,
+)
 from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
 from ._sufficient import (
     MemoryBudgetError, agree, check_memory_budget, max_components, parse_memory, statistics_bytes,
@@ -434,6 +438,9 @@ def fit_stream(estimator, X, y):
         layer, (alpha, coef, intercept, loss, r2) = layers[best].to(device), fits[best]
         train, heldout = statistics[best]
         statistics = fits = None  # the other candidate's statistics
+        n_rows = train.count + (0 if heldout is None else heldout.count)
+        if heldout is not None and estimator._settings.refit_head:
+            coef, intercept = _refit_from_statistics(train, heldout, alpha)
 
         model = RFFNetModule(layer, (), 1, torch_generator(torch_seed))
         with torch.no_grad():
@@ -444,7 +451,7 @@ def fit_stream(estimator, X, y):
         set_fitted(estimator, source, standardise, (standardise.y_mean, standardise.y_scale), model, history, alpha,
                    solver="varpro")
         estimator.best_validation_score_ = r2
-        estimator.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)
+        estimator.n_rows_seen_ = n_rows
         progress.summary(
             f"fitted in {progress.elapsed:.1f} s on {estimator.n_rows_seen_} streamed rows: alpha {alpha:g}, "
             f"{d_search} search and {estimator.n_components_} head features, validation R^2 "

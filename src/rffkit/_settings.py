@@ -139,6 +139,12 @@ class RFFNetSettings:
     #: False: the model is never reduced to its linear part (the fits inside that
     #: cross-validation, which must score the kernel model itself).
     reduce_linear: bool = True
+    #: Once the moves are chosen, the kept kernel model's head is refitted, at its chosen
+    #: penalty, on the training and validation rows together (False: on the training rows).
+    #: The fits inside the kernel-or-linear cross-validation leave it out: they judge the
+    #: layer and penalty a split chooses (with it, Pima's choice flipped to the kernel
+    #: model in one split, which then lost to the linear model on the test rows).
+    refit_head: bool = True
     #: Fractions of the largest relevance under which the pruning move zeroes relevances.
     prune_fractions: tuple = (0.1, 0.2, 0.3)
 

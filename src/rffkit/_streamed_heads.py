@@ -269,3 +269,15 @@ def _head_from_statistics(train, heldout, alphas):
     if heldout is not None and spread > 0:
         r2 = 1.0 - scores[best] * heldout.count / spread
     return alphas[best], coef, intercept, scores[best], r2
+
+
+def _refit_from_statistics(train, heldout, alpha):
+    """``(coef, intercept)`` of the ridge head at per-row penalty ``alpha`` on the training and held-out rows together.
+
+    The held-out rows chose ``alpha``; the head then learns from every row, as
+    :class:`~rffkit.RFFRidge`'s streamed fit does. ``train`` receives ``heldout``'s rows.
+    """
+    merged = train.merge(heldout)
+    spectrum = merged.spectrum()
+    coef = path_coefficients(spectrum, merged.count * alpha)[:, 0]
+    return coef, float(spectrum.target_mean[0] - spectrum.feature_mean @ coef.cpu().numpy())
