@@ -343,7 +343,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             history.best_validation_loss = final
             # nothing is judged on the validation rows any more: the head learns from them too
             # (a reduced model's linear head is left as chosen; a streamed fit refits its own head)
-            if settings.refit_head and not reduced and p.heads is None:
+            n_rows = p.X_train.shape[0] + p.X_val.shape[0]
+            if settings.refit_head and n_rows <= settings.refit_head_rows and not reduced and p.heads is None:
                 progress.stage("head on all rows")
                 heads.install(model, heads.refit(layer, head))
         return model, history, head.alpha

@@ -116,7 +116,8 @@ PARAMETERS = """
         loss every epoch, stops after ``n_iter_no_change`` epochs without progress
         and restores the best state; 'varpro' scores every iterate on it, keeps the
         best relevances, chooses ``alpha='auto'`` and judges the refinement moves on
-        it, then refits the kept kernel model's head on every row at that penalty.
+        it, then (up to 10,000 rows, and in a streamed regressor) refits the kept
+        kernel model's head on every row at that penalty.
         Without it every row trains: 'adam' runs ``max_iter`` epochs, and
         'varpro' uses the GCV score in place of the validation error, skips
         ``align_frequencies`` and still ends each stage after ``n_iter_no_change``
