@@ -127,3 +127,16 @@ def test_a_streamed_fit_takes_its_quantiles_from_the_sample_and_its_range_from_e
     # the normal columns: the identity on the range of every row, as the in-memory fit clamps
     np.testing.assert_allclose(knots[1, [0, -1]], [Xs[:, 1].min(), Xs[:, 1].max()], rtol=1e-6)
     np.testing.assert_array_equal(knots[1:], values[1:])
+
+
+def test_a_model_file_from_before_warp_inputs_reads_back_as_fitted_without_maps(tmp_path):
+    from sklearn.base import clone
+
+    X, y = _log_signal(300, 4)
+    model = RFFNetRegressor(random_state=0, n_components=32, max_iter=5, warp_inputs=False).fit(X, y)
+    del model.__dict__["warp_inputs"]  # what a file written before the parameter existed holds
+    rffkit.save(model, tmp_path / "old.rffkit")
+    loaded = rffkit.load(tmp_path / "old.rffkit")
+    assert loaded.get_params()["warp_inputs"] is False and "warp_inputs=False" in repr(loaded)
+    np.testing.assert_array_equal(loaded.predict(X[:20]), model.predict(X[:20]))
+    assert clone(loaded).warp_inputs is False

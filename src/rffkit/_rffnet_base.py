@@ -109,6 +109,9 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     }
     #: The solvers' tuning constants (:class:`rffkit._settings.RFFNetSettings`).
     _settings = DEFAULT_SETTINGS
+    #: What a model file saved before ``warp_inputs`` existed reads back: it was fitted
+    #: without input maps (``get_params``, ``repr`` and ``clone`` then work).
+    warp_inputs = False
     #: Whether the loss is the squared loss, which the 'varpro' solver needs.
     _supports_varpro = False
 
