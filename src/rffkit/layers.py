@@ -386,7 +386,23 @@ class ARDRandomFourierFeatures(nn.Module):
 
 
 def _piecewise_linear(x, knots, values):
-    """``x`` (n, p) through the piecewise-linear maps of :meth:`ARDRandomFourierFeatures.set_input_warp`."""
+    """``x`` (n, p) through the piecewise-linear maps of :meth:`ARDRandomFourierFeatures.set_input_warp`.
+
+    The identity maps (``values == knots``) are clamps to the first and last knot; only
+    the other columns are interpolated.
+    """
+    identity = (knots == values).all(dim=1)
+    if bool(identity.any()):
+        out = torch.clamp(x, knots[:, 0], knots[:, -1])
+        mapped = torch.nonzero(~identity).flatten()
+        if mapped.numel():
+            out[:, mapped] = _interpolate(x[:, mapped], knots[mapped], values[mapped])
+        return out
+    return _interpolate(x, knots, values)
+
+
+def _interpolate(x, knots, values):
+    """``x`` (n, p) through the line segments joining ``(knots[j], values[j])``, flat beyond the ends."""
     last = knots.shape[1] - 1
     columns = x.T.contiguous()
     upper = torch.searchsorted(knots, columns, right=True).clamp_(1, last)
