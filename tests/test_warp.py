@@ -140,3 +140,13 @@ def test_a_model_file_from_before_warp_inputs_reads_back_as_fitted_without_maps(
     assert loaded.get_params()["warp_inputs"] is False and "warp_inputs=False" in repr(loaded)
     np.testing.assert_array_equal(loaded.predict(X[:20]), model.predict(X[:20]))
     assert clone(loaded).warp_inputs is False
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_a_warped_layer_on_cuda_maps_and_replaces_as_on_the_cpu(columns):
+    knots, values = quantile_warp(columns, **WARP)
+    layer = ARDRandomFourierFeatures.from_kernel(3, 12, random_state=0, linear=True).set_input_warp(knots, values)
+    x = torch.as_tensor(columns[:100])
+    on_gpu = layer.to("cuda").replace(relevances=layer.relevances.detach().cuda() * 2.0)
+    on_cpu = layer.to("cpu").replace(relevances=layer.relevances.detach() * 2.0)
+    np.testing.assert_allclose(on_gpu(x.cuda()).detach().cpu().numpy(), on_cpu(x).detach().numpy(), atol=1e-10)

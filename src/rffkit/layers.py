@@ -257,8 +257,10 @@ class ARDRandomFourierFeatures(nn.Module):
         """
         like = self.frequencies
         for name, array in (("warp_knots", knots), ("warp_values", values)):
-            self.register_buffer(name, None if knots is None else torch.as_tensor(
-                np.ascontiguousarray(array), dtype=like.dtype, device=like.device))
+            if knots is not None:  # a tensor (another layer's, on any device) or an array
+                array = array if isinstance(array, torch.Tensor) else np.ascontiguousarray(array)
+                array = torch.as_tensor(array, dtype=like.dtype, device=like.device).contiguous()
+            self.register_buffer(name, None if knots is None else array)
         return self
 
     def kernel_inputs(self, x):
