@@ -44,14 +44,10 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ._heads import linear_inputs, reduce_to_linear
+from ._heads import _joined, linear_inputs, reduce_to_linear
 from ._validation import SEED_BOUND
 
 __all__ = ["folds_of", "judge_by_cross_validation", "kernel_or_linear"]
-
-
-def _joined(first, second):
-    return first if second is None else torch.cat([first, second])
 
 
 def folds_of(target, n_folds, seed):

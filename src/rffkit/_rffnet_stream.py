@@ -201,11 +201,6 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
     return merged
 
 
-def _nested(layer, frequencies, offsets, relevances, n_components):
-    """A layer like ``layer`` (variant, linear columns, input warp) on the given draws."""
-    return layer.replace(frequencies=frequencies, offsets=offsets, relevances=relevances, n_components=n_components)
-
-
 def _n_frequencies(variant, n_components):
     return n_components if variant == "cos" else (n_components + 1) // 2
 
@@ -215,8 +210,8 @@ def truncated_layer(layer, n_components):
     if n_components == layer.n_components:
         return layer
     k = _n_frequencies(layer.variant, n_components)
-    return _nested(layer, layer.frequencies[:, :k].clone(), layer.offsets[:k].clone(),
-                   layer.relevances.detach(), n_components)
+    return layer.replace(frequencies=layer.frequencies[:, :k].clone(), offsets=layer.offsets[:k].clone(),
+                         n_components=n_components)
 
 
 def extended_layer(found, full):
@@ -229,7 +224,7 @@ def extended_layer(found, full):
     k = found.frequencies.shape[1]
     frequencies = torch.cat([found.frequencies, full.frequencies[:, k:]], dim=1)
     offsets = torch.cat([found.offsets, full.offsets[k:]])
-    return _nested(found, frequencies, offsets, found.relevances.detach(), full.n_components)
+    return found.replace(frequencies=frequencies, offsets=offsets, n_components=full.n_components)
 
 
 def _sizes(estimator, n_train, n_features, sample_train, budget):
@@ -264,7 +259,7 @@ def _sample_problem(estimator, first, standardise, layer, *, validation_fraction
     from ._rffnet_base import _Problem
 
     X, y, rows = first.sample
-    held = validation_mask(rows, validation_fraction, split_seed) if validated else np.zeros(rows.shape, bool)
+    held = _held(rows, validated, validation_fraction, split_seed)
     if held.sum() < 2 or (~held).sum() < 2:  # as in memory: too few rows to hold any out
         validated, held = False, np.zeros(rows.shape, bool)
     target = standardise.target(y.reshape(-1, 1))[:, 0]
@@ -280,6 +275,11 @@ def _sample_problem(estimator, first, standardise, layer, *, validation_fraction
     )
 
 
+def _held(rows, validated, fraction, seed):
+    """Which of the sample's ``rows`` (global indices) the hash holds out for validation."""
+    return validation_mask(rows, fraction, seed) if validated else np.zeros(rows.shape, bool)
+
+
 def warped(estimator, layer, standardise, X_sample):
     """``layer`` with the in-memory fit's input maps (:meth:`~rffkit._rffnet_base.BaseRFFNet._warp_layer`).
 
@@ -287,12 +287,8 @@ def warped(estimator, layer, standardise, X_sample):
     columns are clamped to the range of every row, as the in-memory fit clamps them to
     that of its training rows.
     """
-    X = (np.asarray(X_sample, dtype=np.float64) - standardise.x_mean) / standardise.x_scale
-    bounds = None
-    if standardise.x_range is not None:
-        bounds = tuple((np.asarray(bound, dtype=np.float64) - standardise.x_mean) / standardise.x_scale
-                       for bound in standardise.x_range)
-    return estimator._warp_layer(layer, X, bounds=bounds)
+    bounds = None if standardise.x_range is None else tuple(standardise.standardised(np.vstack(standardise.x_range)))
+    return estimator._warp_layer(layer, standardise.standardised(X_sample), bounds=bounds)
 
 
 def _on_every_rank(compute):
@@ -400,10 +396,8 @@ def fit_stream(estimator, X, y):
 
         standardise = standardiser(first, device, first.y_moments)
         full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
-        X_sample, _, sample_rows_index = first.sample
-        held = validation_mask(sample_rows_index, fraction, split_seed) if validated else \
-            np.zeros(sample_rows_index.shape, bool)
-        warped(estimator, full, standardise, X_sample[~held])
+        X_sample, _, sampled = first.sample
+        warped(estimator, full, standardise, X_sample[~_held(sampled, validated, fraction, split_seed)])
 
         alphas = estimator._settings.alpha_grid if isinstance(estimator.alpha, str) else (float(estimator.alpha),)
         heads = StreamedRidgeHeads(source, standardise, validated=validated, fraction=fraction, seed=split_seed,

@@ -44,9 +44,12 @@ class _Standardiser:
         self.x_mean, self.x_scale, self.y_mean, self.y_scale = x_mean, x_scale, y_mean, y_scale
         self.device, self.x_range = device, x_range
 
+    def standardised(self, X):
+        """``(X - mean) / scale`` in float64 NumPy."""
+        return (np.asarray(X, dtype=np.float64) - self.x_mean) / self.x_scale
+
     def inputs(self, X):
-        return as_tensor((np.asarray(X, dtype=np.float64) - self.x_mean) / self.x_scale, dtype=torch.float32,
-                         device=self.device)
+        return as_tensor(self.standardised(X), dtype=torch.float32, device=self.device)
 
     def target(self, y):
         return (y - self.y_mean) / self.y_scale

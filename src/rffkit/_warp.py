@@ -8,18 +8,19 @@ without treating the tail as noise, where a tree ensemble's quantile bins do not
 quantiles (the rank-based inverse normal transform; Beasley, Erickson & Allison, 2009,
 review it), and every other input to itself, clamped to the training range. The map is
 monotone and piecewise linear between the knots, so it is stored with the layer
-(:meth:`rffkit.layers.ARDRandomFourierFeatures.set_input_warp`), applied to new rows at
-prediction, and only the kernel's inputs pass through it: the linear columns of a layer
+(:meth:`rffkit.layers.ARDRandomFourierFeatures.set_input_warp`) and applied to new rows
+at prediction (:func:`piecewise_linear`), and only the kernel's inputs pass through it: the linear columns of a layer
 with ``linear`` keep the standardised input and its trend beyond the training range.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from scipy.special import ndtri
 from scipy.stats import kurtosis
 
-__all__ = ["heavy_tailed", "quantile_warp"]
+__all__ = ["heavy_tailed", "quantile_warp", "piecewise_linear"]
 
 
 def heavy_tailed(X, *, min_kurtosis, min_distinct, max_tie=1.0):
@@ -96,3 +97,32 @@ def quantile_warp(X, *, min_kurtosis, min_distinct, n_knots, max_tie=1.0, bounds
         knots[j, :k], values[j, :k] = unique, mean_score
         knots[j, k:], values[j, k:] = unique[-1], mean_score[-1]
     return knots, values
+
+
+def piecewise_linear(x, knots, values):
+    """``x`` (n, p) through the maps of :meth:`~rffkit.layers.ARDRandomFourierFeatures.set_input_warp` (a tensor).
+
+    The identity maps (``values == knots``) are clamps to the first and last knot; only
+    the other columns are interpolated.
+    """
+    identity = (knots == values).all(dim=1)
+    if bool(identity.any()):
+        out = torch.clamp(x, knots[:, 0], knots[:, -1])
+        mapped = torch.nonzero(~identity).flatten()
+        if mapped.numel():
+            out[:, mapped] = _interpolate(x[:, mapped], knots[mapped], values[mapped])
+        return out
+    return _interpolate(x, knots, values)
+
+
+def _interpolate(x, knots, values):
+    """``x`` (n, p) through the line segments joining ``(knots[j], values[j])``, flat beyond the ends."""
+    last = knots.shape[1] - 1
+    columns = x.T.contiguous()
+    upper = torch.searchsorted(knots, columns, right=True).clamp_(1, last)
+    lower = upper - 1
+    x0, x1 = knots.gather(1, lower), knots.gather(1, upper)
+    y0, y1 = values.gather(1, lower), values.gather(1, upper)
+    step = x1 - x0
+    t = torch.where(step > 0, (columns - x0) / torch.where(step > 0, step, 1.0), 0.0).clamp_(0.0, 1.0)
+    return (y0 + t * (y1 - y0)).T

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._warp import piecewise_linear
 from .kernels import get_kernel
 
 __all__ = ["ARDRandomFourierFeatures", "RFFNetModule"]
@@ -255,12 +256,12 @@ class ARDRandomFourierFeatures(nn.Module):
         ARDRandomFourierFeatures
             ``self``.
         """
-        like = self.frequencies
-        for name, array in (("warp_knots", knots), ("warp_values", values)):
-            if knots is not None:  # a tensor (another layer's, on any device) or an array
-                array = array if isinstance(array, torch.Tensor) else np.ascontiguousarray(array)
-                array = torch.as_tensor(array, dtype=like.dtype, device=like.device).contiguous()
-            self.register_buffer(name, None if knots is None else array)
+        def buffer(array):  # a tensor (another layer's, on any device) or an array
+            array = array if isinstance(array, torch.Tensor) else np.ascontiguousarray(array)
+            return torch.as_tensor(array, dtype=self.frequencies.dtype, device=self.frequencies.device).contiguous()
+
+        self.register_buffer("warp_knots", None if knots is None else buffer(knots))
+        self.register_buffer("warp_values", None if knots is None else buffer(values))
         return self
 
     def kernel_inputs(self, x):
@@ -278,7 +279,7 @@ class ARDRandomFourierFeatures(nn.Module):
         """
         warp = self.input_warp
         if warp is not None:
-            return _piecewise_linear(x, *warp)
+            return piecewise_linear(x, *warp)
         bounds = self.input_range
         return x if bounds is None else torch.clamp(x, *bounds)
 
@@ -385,35 +386,6 @@ class ARDRandomFourierFeatures(nn.Module):
             f"n_features={self.frequencies.shape[0]}, n_components={self.n_components}, "
             f"variant={self.variant!r}" + (", linear=True" if self.has_linear else "")
         )
-
-
-def _piecewise_linear(x, knots, values):
-    """``x`` (n, p) through the piecewise-linear maps of :meth:`ARDRandomFourierFeatures.set_input_warp`.
-
-    The identity maps (``values == knots``) are clamps to the first and last knot; only
-    the other columns are interpolated.
-    """
-    identity = (knots == values).all(dim=1)
-    if bool(identity.any()):
-        out = torch.clamp(x, knots[:, 0], knots[:, -1])
-        mapped = torch.nonzero(~identity).flatten()
-        if mapped.numel():
-            out[:, mapped] = _interpolate(x[:, mapped], knots[mapped], values[mapped])
-        return out
-    return _interpolate(x, knots, values)
-
-
-def _interpolate(x, knots, values):
-    """``x`` (n, p) through the line segments joining ``(knots[j], values[j])``, flat beyond the ends."""
-    last = knots.shape[1] - 1
-    columns = x.T.contiguous()
-    upper = torch.searchsorted(knots, columns, right=True).clamp_(1, last)
-    lower = upper - 1
-    x0, x1 = knots.gather(1, lower), knots.gather(1, upper)
-    y0, y1 = values.gather(1, lower), values.gather(1, upper)
-    step = x1 - x0
-    t = torch.where(step > 0, (columns - x0) / torch.where(step > 0, step, 1.0), 0.0).clamp_(0.0, 1.0)
-    return (y0 + t * (y1 - y0)).T
 
 
 class RFFNetModule(nn.Module):
