@@ -139,6 +139,35 @@ def test_heldout_path_equals_ridge_refitted_for_every_alpha():
     np.testing.assert_allclose(scores, naive, rtol=1e-8)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_solve_at_one_penalty_equals_scikit_learn_ridge(fit_intercept):
+    rng = np.random.default_rng(8)
+    Z, y = rng.normal(size=(500, 15)) + 3.0, rng.normal(size=(500, 2))
+    statistics = RidgeStatistics(15, 2, fit_intercept=fit_intercept).update(Z[:200], y[:200])
+    statistics.merge(RidgeStatistics(15, 2, fit_intercept=fit_intercept).update(Z[200:], y[200:]))
+    penalties = np.array([0.5, 40.0])  # one per target, on the sum of squares
+    coef, intercept = statistics.solve(penalties)
+    naive = Ridge(alpha=penalties, fit_intercept=fit_intercept, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(coef.numpy().T, naive.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(intercept.numpy(), naive.intercept_ if fit_intercept else [0.0, 0.0], atol=1e-9)
+    same, _ = statistics.solve(0.5)  # one penalty for both targets
+    np.testing.assert_allclose(same.numpy()[:, 0], coef.numpy()[:, 0], rtol=1e-12)
+
+
+def test_solve_falls_back_to_the_spectrum_where_the_factorisation_fails():
+    rng = np.random.default_rng(9)
+    Z = rng.normal(size=(6, 10))  # 6 rows, 10 features: the centred Gram matrix has rank 5
+    y = rng.normal(size=6)
+    statistics = RidgeStatistics(10).update(Z, y)
+    statistics.gram -= 1e-3 * torch.eye(10)  # eigenvalues of -1e-3: no Cholesky factor at penalty 1e-4
+    coef, intercept = statistics.solve(1e-4)
+    spectrum = statistics.spectrum()
+    from rffkit._ridge_path import path_coefficients
+
+    np.testing.assert_array_equal(coef.numpy(), path_coefficients(spectrum, 1e-4).numpy())
+    assert np.all(np.isfinite(coef.numpy())) and np.isfinite(float(intercept[0]))
+
+
 def test_streamed_loo_sums_equal_loo_path():
     rng = np.random.default_rng(6)
     Z, y = rng.normal(size=(300, 10)), rng.normal(size=(300, 2))

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ._ridge import gram_matrix
-from ._ridge_path import RidgeSpectrum
+from ._ridge_path import RidgeSpectrum, path_coefficients
 from .distributed import all_reduce_sum, world
 
 __all__ = ["RidgeStatistics", "all_reduce_statistics"]
@@ -265,6 +265,39 @@ class RidgeStatistics:
             feature_mean=feature_mean.cpu().numpy(),
             target_mean=target_mean.cpu().numpy(),
         )
+
+    def solve(self, penalty):
+        """``(coef, intercept)`` of the ridge fit at one penalty on the sum of squares (float64).
+
+        ``coef`` (D, T) solves ``(Zc^T Zc + penalty I) coef = Zc^T yc`` by one Cholesky
+        factorisation, ``D^3 / 3`` where :meth:`spectrum` takes an eigendecomposition:
+        what a fit needs once the penalty is chosen. ``penalty`` is a number or one per
+        target (shape (T,)); the intercept is ``target_mean - feature_mean @ coef``
+        (zero without one). When a factorisation fails (a penalty too small for the
+        rounding of a rank-deficient Gram matrix) the coefficients come from the
+        eigendecomposition, whose path clamps the negative rounding of the spectrum.
+        """
+        self._require_rows(2 if self.fit_intercept else 1)
+        gram, cross, _, feature_mean, target_mean = self.centred()
+        penalties = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (self.n_targets,))
+        coef = torch.empty_like(cross)
+        for value in np.unique(penalties):
+            columns = torch.as_tensor(np.flatnonzero(penalties == value), device=self.device)
+            system = gram.clone()
+            system.diagonal().add_(float(value))
+            factor, info = torch.linalg.cholesky_ex(system)
+            del system
+            if int(info) != 0:
+                return self._solve_by_spectrum(penalties)
+            coef[:, columns] = torch.cholesky_solve(cross[:, columns], factor)
+        return coef, target_mean - feature_mean @ coef
+
+    def _solve_by_spectrum(self, penalties):
+        spectrum = self.spectrum()
+        penalties = penalties[0] if np.all(penalties == penalties[0]) else penalties
+        coef = path_coefficients(spectrum, penalties)
+        mean = torch.as_tensor(spectrum.feature_mean, dtype=coef.dtype, device=coef.device)
+        return coef, torch.as_tensor(spectrum.target_mean, dtype=coef.dtype, device=coef.device) - mean @ coef
 
     def _pack(self):
         upper = torch.triu_indices(self.n_features, self.n_features, device=self.device)

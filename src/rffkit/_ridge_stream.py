@@ -187,12 +187,14 @@ def _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, *, 
         best = estimator._best(cv_values)
     if heldout is not None:  # the held-out rows chose alpha; the model uses every row
         del spectrum
-        spectrum = train.copy().merge(heldout).spectrum()
-    coef = path_coefficients(spectrum, alphas[best]).cpu().numpy()  # (D, T), float64
-    if estimator.fit_intercept:
-        intercept = spectrum.target_mean - spectrum.feature_mean @ coef
+        coef, intercept = train.copy().merge(heldout).solve(alphas[best])
+        coef, intercept = coef.cpu().numpy(), intercept.cpu().numpy()  # (D, T), (T,), float64
     else:
-        intercept = np.zeros(coef.shape[1])
+        coef = path_coefficients(spectrum, alphas[best]).cpu().numpy()  # (D, T), float64
+        if estimator.fit_intercept:
+            intercept = spectrum.target_mean - spectrum.feature_mean @ coef
+        else:
+            intercept = np.zeros(coef.shape[1])
     estimator._set_fitted(features, alphas, coef.astype(np_dtype), intercept.astype(np_dtype), best,
                           cv_values, one_target, np_dtype)
     estimator.n_rows_seen_ = train.count + (0 if heldout is None else heldout.count)

@@ -281,6 +281,5 @@ def _refit_from_statistics(train, heldout, alpha):
     :class:`~rffkit.RFFRidge`'s streamed fit does. ``train`` receives ``heldout``'s rows.
     """
     merged = train.merge(heldout)
-    spectrum = merged.spectrum()
-    coef = path_coefficients(spectrum, merged.count * alpha)[:, 0]
-    return coef, float(spectrum.target_mean[0] - spectrum.feature_mean @ coef.cpu().numpy())
+    coef, intercept = merged.solve(merged.count * alpha)
+    return coef[:, 0], float(intercept[0])
