@@ -133,10 +133,10 @@ def rffnet_default_width(source, seed):
     """The head's D that RFFNetRegressor(random_state=seed)'s streamed fit takes on ``source``.
 
     ``floor(sqrt(n) log n)`` of the rows its validation hash keeps for training (at most
-    4,000), as :mod:`rffkit._rffnet_stream` computes it when the memory budget does not bind.
+    5,000), as :mod:`rffkit._rffnet_stream` computes it when the memory budget does not bind.
     """
     from rffkit import RFFNetRegressor
-    from rffkit._search import default_n_components
+    from rffkit._rffnet_stream import default_head_width
     from rffkit._streaming import validation_mask
     from rffkit._validation import draw_seeds
 
@@ -144,7 +144,7 @@ def rffnet_default_width(source, seed):
     for start in range(0, source.n_rows, 1 << 20):
         rows = np.arange(start, min(source.n_rows, start + (1 << 20)))
         n_train += int(np.count_nonzero(~validation_mask(rows, RFFNetRegressor().validation_fraction, split_seed)))
-    return default_n_components(n_train, RFFNetRegressor._settings)
+    return default_head_width(n_train, RFFNetRegressor._settings)
 
 
 def _fit_rffridge_same_width(source, problem, seed, device):

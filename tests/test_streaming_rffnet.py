@@ -268,6 +268,37 @@ def test_memory_budget_limits_the_head_or_refuses_up_front(data):
     assert not hasattr(model, "model_")
 
 
+def test_the_streamed_head_is_wider_than_the_in_memory_cap_only_above_it():
+    from rffkit._search import varpro_n_components
+
+    settings = RFFNetRegressor._settings
+    for n in (500, 5_000, 100_000):  # under the in-memory cap: the in-memory rule
+        assert stream.default_head_width(n, settings) == varpro_n_components(n, settings) < 4000
+    assert varpro_n_components(10**6, settings) == settings.max_default_features == 4000
+    assert stream.default_head_width(10**6, settings) == settings.stream_max_features == 5000
+    budget = statistics_bytes(3000, n_statistics=2, itemsize=4)  # the memory budget still lowers it
+    assert stream._sizes(RFFNetRegressor(memory_budget=budget), 10**6, 18, 2_000, budget)[1] == 3000
+
+
+@pytest.mark.parametrize("variant", ["cos", "cos_sin"])
+def test_a_head_wider_than_the_cap_keeps_the_capped_draw_first(variant):
+    estimator = RFFNetRegressor(variant=variant)
+    cap = estimator._settings.max_default_features
+    capped = stream.head_draw(estimator, 5, cap, 7, "cpu")
+    torch.testing.assert_close(capped.frequencies, estimator._draw_layer(5, cap, 7, "cpu").frequencies)
+    wide = stream.head_draw(estimator, 5, cap + 600, 7, "cpu")
+    assert wide.n_components == cap + 600
+    k = capped.frequencies.shape[1]
+    assert torch.equal(wide.frequencies[:, :k], capped.frequencies) and torch.equal(wide.offsets[:k], capped.offsets)
+    tail = estimator._draw_layer(5, cap + 600, 8, "cpu")  # the rest: the tail of a wider draw, the next seed
+    assert torch.equal(wide.frequencies[:, k:], tail.frequencies[:, k:])
+    assert torch.equal(wide.offsets[k:], tail.offsets[k:])
+    x = torch.randn(6, 5, dtype=torch.float32)
+    search = stream.truncated_layer(wide, 300)  # the search layer does not depend on the head's width
+    torch.testing.assert_close(search(x), stream.truncated_layer(capped, 300)(x))
+    torch.testing.assert_close(wide(x, 300), search(x))
+
+
 def test_bad_streamed_inputs_get_clear_errors(data):
     X, y = data
     with pytest.raises(ValueError, match="'varpro'"):

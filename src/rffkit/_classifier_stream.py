@@ -165,7 +165,7 @@ def fit_rffnet_classifier_stream(estimator, X, y):
         held = validation_mask(rows, fraction, split_seed)
         d_search, d_head = _stream.agreed_sizes(estimator, n_train, source.n_features, int((~held).sum()), budget)
         standardise = _stream.standardiser(first, device)
-        full = _stream.warped(estimator, estimator._draw_layer(source.n_features, d_head, layer_seed, device),
+        full = _stream.warped(estimator, _stream.head_draw(estimator, source.n_features, d_head, layer_seed, device),
                               standardise, X_sample[~held])
         n_classes = first.classes.shape[0]
 

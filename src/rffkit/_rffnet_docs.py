@@ -14,7 +14,8 @@ PARAMETERS = """
     n_components : int, default=None
         Number of random features ``D``. None uses ``floor(sqrt(n) log n)`` with ``n``
         the training rows after the validation split (the rule of Otto & Izbicki,
-        2022, after Li et al., 2018), capped at 4,000; with the 'varpro' solver at
+        2022, after Li et al., 2018), capped at 4,000 (5,000 for the head of a
+        streamed fit, see ``memory_budget``); with the 'varpro' solver at
         least ``min(n, 1000)`` and, above 2,000 rows, at least
         ``min(n / 2, 2500, sqrt(3e10 / n))`` (2,250 at 4,500 rows, 1,825 at 9,000),
         since its search uses ``floor(sqrt(m) log m)`` features per stage anyway
@@ -144,7 +145,7 @@ PARAMETERS = """
         Streamed 'varpro' fits only (``X`` a source or a memory map): bytes
         (or a string such as '2GB') that the relevance search on the sample and the
         ``D x D`` statistics of the head may each use. With ``n_components=None`` the
-        head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 4,000)
+        head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 5,000)
         whose two float64 ``D x D`` statistics and eigendecomposition fit; a given
         ``n_components`` that does not fit raises ``MemoryBudgetError``. None: half
         the memory available when the fit starts (the smallest over the ranks).

@@ -49,8 +49,9 @@ kernel; the head's penalty, chosen on the validation rows, weighs the two parts)
 Sizes (:class:`StreamSettings`): the sample holds ``search_rows`` training rows and
 ``validation_rows`` validation rows; ``D_search`` is what the in-memory fit would take for
 ``search_rows`` rows; ``D_head`` is ``n_components``, or by default what the in-memory fit
-takes for all the training rows (``floor(sqrt(n) log n)``, at most
-``max_default_features``, at least ``min(n, varpro_min_features)``), lowered
+takes for all the training rows (``floor(sqrt(n) log n)``, at least
+``min(n, varpro_min_features)``) but capped at ``stream_max_features``
+(:func:`default_head_width`; its draw: :func:`head_draw`), lowered
 until its two ``D x D`` float64 statistics and the eigendecomposition fit the memory budget
 (:func:`~rffkit._sufficient.max_components`). The in-memory search on the sample must fit
 the budget as well (the estimate of :mod:`rffkit._memory`). The search and the head run one
@@ -59,7 +60,7 @@ after the other, so the peak is the larger of the two, not their sum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -77,7 +78,7 @@ from ._streaming import BottomKSample, RunningMoments, numeric_target, validatio
 from ._sufficient import (
     MemoryBudgetError, agree, check_memory_budget, max_components, parse_memory, statistics_bytes,
 )
-from ._validation import draw_seeds, resolve_device, standard_scale, torch_generator
+from ._validation import SEED_BOUND, draw_seeds, resolve_device, standard_scale, torch_generator
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
 from .io import ArraySource, TableSource, check_columns_seen_in_fit
@@ -86,7 +87,8 @@ from .layers import RFFNetModule
 
 __all__ = [
     "StreamSettings", "STREAM_SETTINGS", "is_stream", "fits_streamed", "fit_stream", "predict_stream", "score_stream",
-    "truncated_layer", "extended_layer", "StreamedFitSetup", "fit_setup", "training_rows", "agreed_sizes",
+    "truncated_layer", "extended_layer", "default_head_width", "head_draw", "StreamedFitSetup", "fit_setup",
+    "training_rows", "agreed_sizes",
     "standardiser", "finished_model", "record_final_loss",
 ]
 
@@ -227,6 +229,33 @@ def extended_layer(found, full):
     return found.replace(frequencies=frequencies, offsets=offsets, n_components=full.n_components)
 
 
+def default_head_width(n_train, settings):
+    """The head's ``D`` of a streamed 'varpro' fit on ``n_train`` training rows, before the memory budget.
+
+    The in-memory fit's :func:`~rffkit._search.varpro_n_components`, capped at
+    ``settings.stream_max_features`` instead of ``settings.max_default_features``: the
+    head holds ``D x D`` statistics, not the ``n x D`` features that cap is for.
+    """
+    return varpro_n_components(n_train, replace(settings, max_default_features=settings.stream_max_features))
+
+
+def head_draw(estimator, n_features, d_head, seed, device):
+    """The random-feature layer of a streamed fit's head: ``d_head`` columns, nested in the width.
+
+    Its first ``min(d_head, settings.max_default_features)`` columns are the estimator's
+    draw of that many (:meth:`~rffkit._rffnet_base.BaseRFFNet._draw_layer`); the rest
+    come from another draw of the same kernel (:func:`extended_layer`). A draw of ``D``
+    columns is not the first columns of a wider one, so without this a head wider than
+    that cap would change the search layer (the first ``D_search`` columns) and with it
+    the relevances.
+    """
+    base = min(d_head, estimator._settings.max_default_features)
+    layer = estimator._draw_layer(n_features, base, seed, device)
+    if d_head == base:
+        return layer
+    return extended_layer(layer, estimator._draw_layer(n_features, d_head, (seed + 1) % SEED_BOUND, device))
+
+
 def _sizes(estimator, n_train, n_features, sample_train, budget):
     """``(D_search, D_head)`` for ``n_train`` training rows, the sample's and the memory budget."""
     owner, settings = type(estimator).__name__, estimator._settings
@@ -237,7 +266,7 @@ def _sizes(estimator, n_train, n_features, sample_train, budget):
         check_memory_budget(head, budget, n_statistics=2, itemsize=itemsize, owner=owner,
                             parameter="memory_budget", lower="n_components")
     else:  # the in-memory fit's default for n_train rows, within the budget
-        head = min(varpro_n_components(n_train, settings), max_components(budget, n_statistics=2, itemsize=itemsize))
+        head = min(default_head_width(n_train, settings), max_components(budget, n_statistics=2, itemsize=itemsize))
         if head < 1:
             raise MemoryBudgetError(
                 f"{owner}: memory_budget={budget / 1e9:.3g} GB does not hold the statistics of even "
@@ -395,7 +424,7 @@ def fit_stream(estimator, X, y):
         d_search, d_head = agreed_sizes(estimator, n_train, source.n_features, sample_n_train, budget)
 
         standardise = standardiser(first, device, first.y_moments)
-        full = estimator._draw_layer(source.n_features, d_head, layer_seed, device)
+        full = head_draw(estimator, source.n_features, d_head, layer_seed, device)
         X_sample, _, sampled = first.sample
         warped(estimator, full, standardise, X_sample[~_held(sampled, validated, fraction, split_seed)])
 

@@ -21,6 +21,12 @@ class RFFNetSettings:
     #: Cap of the default ``floor(sqrt(n) log n)`` (Li et al., 2018): it passes 4,000 at
     #: n ~ 140,000, where one n x D float32 feature matrix takes over 2 GB.
     max_default_features: int = 4000
+    #: The cap for the head of a streamed fit (``X`` a source or a memory map), which holds
+    #: ``D x D`` statistics rather than an ``n x D`` matrix: from about 140,000 training
+    #: rows up its head is ``stream_max_features`` wide, the first ``max_default_features``
+    #: of them the draw an in-memory-sized fit takes, so the relevance search (on those
+    #: first columns) does not depend on the head's width. ``memory_budget`` can lower it.
+    stream_max_features: int = 5000
     #: With the 'varpro' solver the default D is at least ``min(n, this)``, and so are
     #: the features of a refinement move's screening fit on ``n`` rows: the search keeps
     #: its own ``floor(sqrt(m) log m)`` columns per stage, and only the closed-form head
