@@ -320,12 +320,14 @@ def _scale(results):
 
     net, ridge = find(10**6, "RFFNet (defaults)"), find(10**7, "RFFRidge (D=2000)")
     text = (f"**At scale** (SE1 streamed from Parquet shards): on 2 CPU cores, RFFNet at its defaults fitted "
-            f"10^6 rows in {float(net['fit_s']) / 60:.0f} min (peak RSS {float(net['peak_rss_gb']):.1f} GB, test MSE "
-            f"{float(net['test_mse']):.4f}, relevant features {net['relevant_found']})")
+            f"10^6 rows in {float(net['fit_s']) / 60:.0f} min (D = {int(net['D']):,}, peak RSS "
+            f"{float(net['peak_rss_gb']):.1f} GB, test MSE {float(net['test_mse']):.4f}, relevant features "
+            f"{net['relevant_found']})")
     try:
         big = find(10**7, "RFFNet (defaults)")
-        text += (f" and 10^7 rows in {float(big['fit_s']) / 60:.0f} min (peak RSS {float(big['peak_rss_gb']):.1f} GB, "
-                 f"test MSE {float(big['test_mse']):.4f}, {big['relevant_found']})")
+        text += (f" and 10^7 rows in {float(big['fit_s']) / 60:.0f} min (D = {int(big['D']):,}, peak RSS "
+                 f"{float(big['peak_rss_gb']):.1f} GB, test MSE {float(big['test_mse']):.4f}, {big['relevant_found']}"
+                 f"{'' if big['D'] == net['D'] else ', an earlier version'})")
     except StopIteration:  # no 2-core row at 10^7
         pass
     text += (f", and RFFRidge (D = 2,000) 10^7 rows in {float(ridge['fit_s']) / 60:.0f} min "
