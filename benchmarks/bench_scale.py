@@ -133,10 +133,10 @@ def rffnet_default_width(source, seed):
     """The head's D that RFFNetRegressor(random_state=seed)'s streamed fit takes on ``source``.
 
     ``floor(sqrt(n) log n)`` of the rows its validation hash keeps for training (at most
-    5,000), as :mod:`rffkit._rffnet_stream` computes it when the memory budget does not bind.
+    5,000), as :mod:`rffkit._stream_widths` computes it when the memory budget does not bind.
     """
     from rffkit import RFFNetRegressor
-    from rffkit._rffnet_stream import default_head_width
+    from rffkit._stream_widths import default_head_width
     from rffkit._streaming import validation_mask
     from rffkit._validation import draw_seeds
 

@@ -23,6 +23,7 @@ import torch.multiprocessing as mp
 
 import rffkit
 import rffkit._rffnet_stream as stream
+import rffkit._stream_widths as widths
 from rffkit import RFFNetRegressor
 from rffkit._ridge import select_ridge_alpha, solve_ridge, walk_ridge_alpha
 from rffkit._streaming import validation_mask
@@ -69,13 +70,13 @@ def data():
 def test_nested_layers_truncate_and_extend_to_the_same_draw():
     for variant, width in (("cos", 9), ("cos_sin", 9), ("cos_sin", 10)):
         full = ARDRandomFourierFeatures.from_kernel(3, 25, random_state=0, dtype=torch.float32, variant=variant)
-        short = stream.truncated_layer(full, width)
+        short = widths.truncated_layer(full, width)
         assert short.n_components == width
         x = torch.randn(4, 3)
         if variant == "cos":  # the first columns of the draw, rescaled by sqrt(D / k)
             torch.testing.assert_close(short(x), full(x)[:, :width] * (25 / width) ** 0.5)
         torch.testing.assert_close(short(x), full(x, width))
-        back = stream.extended_layer(short, full)
+        back = widths.extended_layer(short, full)
         assert torch.equal(back.frequencies, full.frequencies) and torch.equal(back.offsets, full.offsets)
         torch.testing.assert_close(back(x), full(x))
 
@@ -273,20 +274,20 @@ def test_the_streamed_head_is_wider_than_the_in_memory_cap_only_above_it():
 
     settings = RFFNetRegressor._settings
     for n in (500, 5_000, 100_000):  # under the in-memory cap: the in-memory rule
-        assert stream.default_head_width(n, settings) == varpro_n_components(n, settings) < 4000
+        assert widths.default_head_width(n, settings) == varpro_n_components(n, settings) < 4000
     assert varpro_n_components(10**6, settings) == settings.max_default_features == 4000
-    assert stream.default_head_width(10**6, settings) == settings.stream_max_features == 5000
+    assert widths.default_head_width(10**6, settings) == settings.stream_max_features == 5000
     budget = statistics_bytes(3000, n_statistics=2, itemsize=4)  # the memory budget still lowers it
-    assert stream._sizes(RFFNetRegressor(memory_budget=budget), 10**6, 18, 2_000, budget)[1] == 3000
+    assert widths._sizes(RFFNetRegressor(memory_budget=budget), 10**6, 18, 2_000, budget, 4)[1] == 3000
 
 
 @pytest.mark.parametrize("variant", ["cos", "cos_sin"])
 def test_a_head_wider_than_the_cap_keeps_the_capped_draw_first(variant):
     estimator = RFFNetRegressor(variant=variant)
     cap = estimator._settings.max_default_features
-    capped = stream.head_draw(estimator, 5, cap, 7, "cpu")
+    capped = widths.head_draw(estimator, 5, cap, 7, "cpu")
     torch.testing.assert_close(capped.frequencies, estimator._draw_layer(5, cap, 7, "cpu").frequencies)
-    wide = stream.head_draw(estimator, 5, cap + 600, 7, "cpu")
+    wide = widths.head_draw(estimator, 5, cap + 600, 7, "cpu")
     assert wide.n_components == cap + 600
     k = capped.frequencies.shape[1]
     assert torch.equal(wide.frequencies[:, :k], capped.frequencies) and torch.equal(wide.offsets[:k], capped.offsets)
@@ -294,8 +295,8 @@ def test_a_head_wider_than_the_cap_keeps_the_capped_draw_first(variant):
     assert torch.equal(wide.frequencies[:, k:], tail.frequencies[:, k:])
     assert torch.equal(wide.offsets[k:], tail.offsets[k:])
     x = torch.randn(6, 5, dtype=torch.float32)
-    search = stream.truncated_layer(wide, 300)  # the search layer does not depend on the head's width
-    torch.testing.assert_close(search(x), stream.truncated_layer(capped, 300)(x))
+    search = widths.truncated_layer(wide, 300)  # the search layer does not depend on the head's width
+    torch.testing.assert_close(search(x), widths.truncated_layer(capped, 300)(x))
     torch.testing.assert_close(wide(x, 300), search(x))
 
 

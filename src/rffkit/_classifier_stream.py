@@ -45,6 +45,7 @@ from ._heads import LogisticHeads
 from ._logistic import LogisticHead
 from ._logistic_stream import SampleCurvature, StreamedLogistic, streamed_penalty_walk
 from ._progress import FitProgress
+from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
@@ -163,23 +164,24 @@ def fit_rffnet_classifier_stream(estimator, X, y):
         X_sample, y_sample, rows = first.sample
         labels = encode_labels(owner, first.classes, y_sample)
         held = validation_mask(rows, fraction, split_seed)
-        d_search, d_head = _stream.agreed_sizes(estimator, n_train, source.n_features, int((~held).sum()), budget)
+        d_search, d_head = agreed_sizes(estimator, n_train, source.n_features, int((~held).sum()), budget,
+                                        itemsize=_stream.STREAM_SETTINGS.feature_itemsize)
         standardise = _stream.standardiser(first, device)
-        full = _stream.warped(estimator, _stream.head_draw(estimator, source.n_features, d_head, layer_seed, device),
+        full = _stream.warped(estimator, head_draw(estimator, source.n_features, d_head, layer_seed, device),
                               standardise, X_sample[~held])
         n_classes = first.classes.shape[0]
 
         def search():
             problem = _stream._sample_problem(
                 estimator, SimpleNamespace(sample=(X_sample, labels.astype(np.float64), rows)), standardise,
-                _stream.truncated_layer(full, d_search), validation_fraction=fraction, split_seed=split_seed,
+                truncated_layer(full, d_search), validation_fraction=fraction, split_seed=split_seed,
                 generator=torch_generator(torch_seed), validated=validated, heads=None)
             problem = dataclasses.replace(problem, n_outputs=n_classes, target_state=first.classes)
             model, history, alpha = estimator._solve_varpro(problem, progress)
             return model.rff.to("cpu"), history, alpha
 
         found, history, sample_alpha = _stream._on_every_rank(search)
-        layer = _stream.extended_layer(found.to(device), full)
+        layer = extended_layer(found.to(device), full)
 
         progress.stage(f"logistic head of {layer_width(layer)} features on every row")
         with torch.no_grad():

@@ -2,7 +2,7 @@
 
 A streamed fit (:mod:`rffkit._rffnet_stream`) searches its relevances on a sample with
 ``D_search`` features and fits its head on every row with ``D_head >= D_search``. The
-plain widening, :func:`~rffkit._rffnet_stream.extended_layer`, appends the next
+plain widening, :func:`~rffkit._stream_widths.extended_layer`, appends the next
 frequencies of the same random draw. With many rows the head's error is that of its
 function class (the variance of a ridge fit of ``D_head`` weights on 10^5-10^6 rows is
 small), so which ``D_head`` frequencies it holds, and at what scale, matters more than

@@ -279,7 +279,7 @@ class RidgeStatistics:
         """
         self._require_rows(2 if self.fit_intercept else 1)
         gram, cross, _, feature_mean, target_mean = self.centred()
-        penalties = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (self.n_targets,))
+        penalties = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (self.n_targets,)).copy()
         coef = torch.empty_like(cross)
         for value in np.unique(penalties):
             columns = torch.as_tensor(np.flatnonzero(penalties == value), device=self.device)
@@ -294,8 +294,7 @@ class RidgeStatistics:
 
     def _solve_by_spectrum(self, penalties):
         spectrum = self.spectrum()
-        penalties = penalties[0] if np.all(penalties == penalties[0]) else penalties
-        coef = path_coefficients(spectrum, penalties)
+        coef = path_coefficients(spectrum, penalties)  # one penalty per target
         mean = torch.as_tensor(spectrum.feature_mean, dtype=coef.dtype, device=coef.device)
         return coef, torch.as_tensor(spectrum.target_mean, dtype=coef.dtype, device=coef.device) - mean @ coef
 
