@@ -281,3 +281,19 @@ def test_predict_on_shards_keeps_the_row_order(table_csv, tmp_path, capsys):
     assert shards["id"].to_pylist() == table["id"].to_pylist()
     assert shards["z"].to_pylist() == table["z"].to_pylist()
     assert shards["predicted_y"].to_pylist() == whole["predicted_y"].to_pylist()
+
+
+def test_a_streamed_pipeline_predicts_on_arrays_as_the_in_memory_one(table_csv, tmp_path, capsys):
+    """The scaler and the model behind it know no column names, streamed or not (no warning on arrays)."""
+    bundles = {}
+    for stream in ("never", "always"):
+        path = tmp_path / f"{stream}.rffkit"
+        _run(capsys, "fit", table_csv, "--target", "y", "--model", "ridge", "--set", "features__n_components=30",
+             "--features", "x", "z", "colour", "--stream", stream, "--output", path)
+        bundles[stream] = rffkit.load(path)
+    X, _ = _encoded(table_csv, bundles["never"])
+    for bundle in bundles.values():
+        assert not any(hasattr(step, "feature_names_in_") for _, step in bundle["estimator"].steps)
+    in_memory = bundles["never"]["estimator"].predict(X)  # warnings are errors in the tests
+    np.testing.assert_allclose(bundles["always"]["estimator"].predict(X), in_memory, rtol=1e-6,
+                               atol=1e-6 * np.abs(in_memory).max())

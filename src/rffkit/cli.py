@@ -126,6 +126,8 @@ def _fit_model(args, source, estimator, scale, world, report):
             train = RowSplit(source, *split, transform=steps[0][1].transform)
         estimator.fit(train)
         seconds = time.perf_counter() - start
+        if scale:  # its inputs were the scaler's unnamed outputs, as in the in-memory pipeline
+            estimator.__dict__.pop("feature_names_in_", None)
         model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
         if rank == 0:  # rank 0 scores the held-out rows; the other ranks are done
             for chunk in test.iter_chunks():
