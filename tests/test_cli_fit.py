@@ -297,3 +297,22 @@ def test_a_streamed_pipeline_predicts_on_arrays_as_the_in_memory_one(table_csv, 
     in_memory = bundles["never"]["estimator"].predict(X)  # warnings are errors in the tests
     np.testing.assert_allclose(bundles["always"]["estimator"].predict(X), in_memory, rtol=1e-6,
                                atol=1e-6 * np.abs(in_memory).max())
+
+
+@pytest.mark.parametrize("model, stream", [("ridge", "always"), ("ridge", "never"), ("rffnet", "never")])
+def test_dtype_float32_reads_and_fits_in_single_precision(table_csv, tmp_path, capsys, model, stream):
+    settings = ["--set", "features__n_components=30"] if model == "ridge" else ["--set", "max_iter=20"]
+    fitted = {}
+    for dtype in ("float64", "float32"):
+        path = tmp_path / f"{dtype}.rffkit"
+        out = _run(capsys, "fit", table_csv, "--target", "y", "--model", model, *settings, "--features", "x", "z",
+                   "colour", "--stream", stream, "--dtype", dtype, "--output", path)
+        if stream == "never":
+            assert f"300 x 5 values ({'12.0' if dtype == 'float64' else '6.0'} KB)" in out
+        fitted[dtype] = rffkit.load(path)
+    X, _ = _encoded(table_csv, fitted["float64"])
+    single, double = fitted["float32"]["estimator"], fitted["float64"]["estimator"]
+    if model == "ridge":  # RFFNet reports its relevances in float64 whatever it computed in
+        assert single.steps[-1][1].coef_.dtype == np.float32
+    expected = double.predict(X)
+    np.testing.assert_allclose(single.predict(X.astype(np.float32)), expected, atol=0.05 * np.abs(expected).max())
