@@ -199,7 +199,9 @@ def test_an_estimator_that_takes_sources_gets_the_training_rows(table_csv, monke
     estimators = cli.estimators()
     estimators["ridge", "regression"] = (ReadsSources, True)
     monkeypatch.setattr(cli, "estimators", lambda: estimators)
-    assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv, "--stream", "always")
+    # float64 as in memory, to compare the two fits to rounding
+    assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv, "--stream", "always",
+                                                                   "--dtype", "float64")
 
     source = ReadsSources.sources[-1]
     assert isinstance(source, RowSplit)
@@ -236,8 +238,8 @@ def test_stream_auto_reads_into_memory_what_fits_and_streams_the_rest(table_csv,
     monkeypatch.setattr(_memory, "available_memory", lambda: 1000)
     with rffkit.config_context(check_memory=False):  # the fit itself, once streamed, would refuse 1000 bytes
         out = _run(capsys, *argv)
-    assert "streamed: ReadsSources reads the training rows from the files chunk by chunk (the in-memory fit " \
-           "would need about" in out and "more than half of the 1.0 KB available" in out
+    assert "streamed: ReadsSources reads the training rows from the files chunk by chunk in float32 (the " \
+           "in-memory fit would need about" in out and "more than half of the 1.0 KB available" in out
     assert _split_fits() == 1 and saved[-1]["meta"]["streamed"] is True
     monkeypatch.setattr(_memory, "available_memory", lambda: 10**12)
     assert "in memory: 300 x 5 values (12.0 KB); --stream never" in _run(capsys, *argv, "--stream", "never")
@@ -289,7 +291,7 @@ def test_a_streamed_pipeline_predicts_on_arrays_as_the_in_memory_one(table_csv, 
     for stream in ("never", "always"):
         path = tmp_path / f"{stream}.rffkit"
         _run(capsys, "fit", table_csv, "--target", "y", "--model", "ridge", "--set", "features__n_components=30",
-             "--features", "x", "z", "colour", "--stream", stream, "--output", path)
+             "--features", "x", "z", "colour", "--stream", stream, "--dtype", "float64", "--output", path)
         bundles[stream] = rffkit.load(path)
     X, _ = _encoded(table_csv, bundles["never"])
     for bundle in bundles.values():
@@ -297,6 +299,15 @@ def test_a_streamed_pipeline_predicts_on_arrays_as_the_in_memory_one(table_csv, 
     in_memory = bundles["never"]["estimator"].predict(X)  # warnings are errors in the tests
     np.testing.assert_allclose(bundles["always"]["estimator"].predict(X), in_memory, rtol=1e-6,
                                atol=1e-6 * np.abs(in_memory).max())
+
+
+def test_dtype_auto_streams_in_float32_and_reads_float64_into_memory(table_csv, tmp_path, capsys):
+    argv = ["fit", table_csv, "--target", "y", "--model", "ridge", "--set", "features__n_components=30",
+            "--features", "x", "z", "colour", "--output", tmp_path / "m.rffkit"]
+    assert "chunk by chunk in float32 (--stream always)" in _run(capsys, *argv, "--stream", "always")
+    assert rffkit.load(tmp_path / "m.rffkit")["estimator"].steps[-1][1].coef_.dtype == np.float32
+    assert "in memory: 300 x 5 values (12.0 KB)" in _run(capsys, *argv)
+    assert rffkit.load(tmp_path / "m.rffkit")["estimator"].steps[-1][1].coef_.dtype == np.float64
 
 
 @pytest.mark.parametrize("model, stream", [("ridge", "always"), ("ridge", "never"), ("rffnet", "never")])

@@ -235,6 +235,10 @@ def test_training_encoding_applies_to_test_data_with_unknown_categories(table, t
         _read_all(open_table(test_path, target="y", encoding=strict))
     narrower = train.with_encoding(ColumnEncoding(["a", "color"], {"color": ["red"]}))
     assert narrower.feature_names == ["a", "color=red"]
+    single = train.with_dtype(np.float32)
+    X64, X32 = _read_all(train)[0], _read_all(single)[0]
+    assert X32.dtype == np.float32 and single.encoding is train.encoding and train.dtype == np.float64
+    np.testing.assert_array_equal(X32, X64.astype(np.float32))
 
 
 def test_too_many_categories_names_the_column(table, tmp_path):

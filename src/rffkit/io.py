@@ -169,6 +169,21 @@ class TableSource:
         return TableSource(self._layout, self.target, encoding, chunk_rows=self.chunk_rows,
                            dtype=self.dtype)
 
+    def with_dtype(self, dtype):
+        """A source over the same files whose chunks' ``X`` has ``dtype``.
+
+        Parameters
+        ----------
+        dtype : {numpy.float64, numpy.float32}
+            Dtype of ``X``.
+
+        Returns
+        -------
+        source : TableSource
+            Same files, target, encoding and ``chunk_rows``; this source is unchanged.
+        """
+        return TableSource(self._layout, self.target, self.encoding, chunk_rows=self.chunk_rows, dtype=dtype)
+
     def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore"):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
