@@ -18,6 +18,9 @@ Rows (``--fits``):
   by L-BFGS on every row).
 * ``rff-clf``: ``RFFClassifier()`` (500 Gaussian features) in memory against streamed from
   Parquet.
+* ``rffnet-clf-default`` (not run by default: tens of minutes): ``RFFNetClassifier()`` at its
+  default width, in memory (``floor(sqrt(n) log n)`` capped at 4,000) against streamed from
+  Parquet (the head's width capped at 5,000 instead, :mod:`rffkit._stream_widths`).
 
 For the streamed fits the table gives the passes over the data (``_stream_passes``) and the
 CPU seconds of one pass, timed inside the fit: a pass of the logistic loss and gradient
@@ -29,17 +32,21 @@ the epochs). The bytes per all-reduce are those of the formulas of
 (``--traffic-sizes``) to show that they do not grow with the rows (the gathers of the first
 pass, moments and the fixed-size sample, are not counted there).
 
-Writes ``benchmarks/results/stream_adam_classifiers.md`` and ``.csv``.
+Writes ``benchmarks/results/stream_adam_classifiers.md`` and ``.csv``; a run replaces the rows
+(fit, data, n) it measures and keeps the others, and the bytes per all-reduce are kept in
+``stream_adam_classifiers.traffic.json`` when ``--traffic-sizes`` is given no size.
 
 Usage::
 
     python benchmarks/bench_stream_adam_classifiers.py                 # 200,000 rows, all fits
     python benchmarks/bench_stream_adam_classifiers.py --n 20000 --fits adam   # a quick run
+    python benchmarks/bench_stream_adam_classifiers.py --fits rffnet-clf-default --traffic-sizes
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
@@ -54,7 +61,8 @@ from _common import code_version, in_fresh_process, load_average, write_csv_atom
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV_PATH, MD_PATH = RESULTS / "stream_adam_classifiers.csv", RESULTS / "stream_adam_classifiers.md"
-FIELDS = ["fit", "how", "n", "cpu_s", "peak_rss_mb", "passes", "cpu_s_per_pass", "cpu_s_per_epoch",
+TRAFFIC_PATH = RESULTS / "stream_adam_classifiers.traffic.json"
+FIELDS = ["fit", "how", "n", "D", "version", "cpu_s", "peak_rss_mb", "passes", "cpu_s_per_pass", "cpu_s_per_epoch",
           "epochs_or_iterations", "test_metric", "metric", "load_before", "load_after"]
 N_TEST, ROW_GROUP, D, EPOCHS = 20_000, 65_536, 500, 5
 
@@ -85,6 +93,8 @@ def _estimator(fit):
         return RFFNetRegressor(solver="adam", n_components=D, max_iter=EPOCHS, random_state=0)
     if fit == "rffnet-clf":
         return RFFNetClassifier(n_components=D, random_state=0)
+    if fit == "rffnet-clf-default":
+        return RFFNetClassifier(random_state=0)
     return RFFClassifier(random_state=0)  # its default map: 500 Gaussian features, gamma='scale'
 
 
@@ -144,7 +154,8 @@ def _fit_process(fit, how, folder, median, queue):
     passes = getattr(model, "_stream_passes", None)
     per_pass = round(timed["cpu"] / timed["calls"], 3) if timed["calls"] and passes else None
     per_epoch = round((cpu - timed["cpu"]) / model.n_iter_, 3) if fit == "adam" and passes else None
-    queue.put({"fit": fit, "how": how, "cpu_s": round(cpu, 2),
+    width = getattr(model, "n_components_", None) or getattr(getattr(model, "features_", None), "n_components", "")
+    queue.put({"fit": fit, "how": how, "D": width, "version": code_version(), "cpu_s": round(cpu, 2),
                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                "passes": passes, "cpu_s_per_pass": per_pass, "cpu_s_per_epoch": per_epoch,
                "epochs_or_iterations": int(model.n_iter_), "test_metric": round(value, 4), "metric": metric,
@@ -195,9 +206,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--fits", nargs="+", default=["adam", "rffnet-clf", "rff-clf"],
-                        choices=["adam", "rffnet-clf", "rff-clf"])
+                        choices=["adam", "rffnet-clf", "rff-clf", "rffnet-clf-default"])
     parser.add_argument("--traffic-sizes", nargs="*", type=int, default=[10_000, 20_000])
     args = parser.parse_args()
+    kept = list(csv.DictReader(CSV_PATH.open())) if CSV_PATH.exists() else []
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         median = write_data(Path(folder), args.n)
@@ -208,30 +220,44 @@ def main():
                 row["n"] = args.n
                 rows.append(row)
                 print(row, flush=True)
-    traffic_rows = {n: traffic(n) for n in args.traffic_sizes}
+    measured = {(row["fit"], row["how"], str(row["n"])) for row in rows}
+    rows = [row for row in kept if (row["fit"], row["how"], row["n"]) not in measured] + rows
+    order = ["adam", "rffnet-clf", "rff-clf", "rffnet-clf-default"]
+    rows.sort(key=lambda row: order.index(row["fit"]))  # stable: data kinds keep their order
+    if args.traffic_sizes:
+        traffic_rows = {str(n): traffic(n) for n in args.traffic_sizes}
+        TRAFFIC_PATH.write_text(json.dumps(traffic_rows, indent=1) + "\n")
+    else:
+        traffic_rows = json.loads(TRAFFIC_PATH.read_text()) if TRAFFIC_PATH.exists() else {}
     write_csv_atomically(CSV_PATH, FIELDS, rows)
+    traffic_fits = ["adam", "rffnet-clf", "rff-clf"]
+
+    def cell(row, key):
+        value = row.get(key)
+        return "" if value in (None, "", "None") else value
+
     lines = [
         "# Streamed against in-memory fits: RFFNet 'adam' and the classifiers",
         "",
-        f"Produced by `benchmarks/bench_stream_adam_classifiers.py` ({code_version()}); SE1, n = {args.n}, p = 18, "
-        f"D = {D}, one thread per fit, CPU seconds of the fitting process (user + sys) over `fit`; "
-        f"'adam' runs {EPOCHS} epochs. Load average of the shared 2-core machine beside each fit.",
+        "Produced by `benchmarks/bench_stream_adam_classifiers.py` (each row's code in its version column); "
+        f"SE1 at n rows, p = 18, D = {D} (the 'rffnet-clf-default' rows: the "
+        "estimator's default width, given in the D column), one thread per fit, CPU seconds of the fitting "
+        f"process (user + sys) over `fit`; 'adam' runs {EPOCHS} epochs. Load average of the shared 2-core "
+        "machine beside each fit.",
         "",
-        "| fit | data | CPU s | peak RSS MB | passes | CPU s / pass | CPU s / epoch | epochs / iterations | test "
-        "| load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| fit | data | n | D | CPU s | peak RSS MB | passes | CPU s / pass | CPU s / epoch | epochs / iterations | test "
+        "| load | version |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        lines.append(f"| {row['fit']} | {row['how']} | {row['cpu_s']} | {row['peak_rss_mb']} | "
-                     f"{row['passes'] if row['passes'] is not None else ''} | "
-                     f"{row['cpu_s_per_pass'] if row['cpu_s_per_pass'] is not None else ''} | "
-                     f"{row['cpu_s_per_epoch'] if row['cpu_s_per_epoch'] is not None else ''} | "
+        lines.append(f"| {row['fit']} | {row['how']} | {int(row['n']):,} | {cell(row, 'D') or D} | {row['cpu_s']} | {row['peak_rss_mb']} | "
+                     f"{cell(row, 'passes')} | {cell(row, 'cpu_s_per_pass')} | {cell(row, 'cpu_s_per_epoch')} | "
                      f"{row['epochs_or_iterations']} | {row['metric']} {row['test_metric']} | "
-                     f"{row['load_before']} -> {row['load_after']} |")
+                     f"{row['load_before']} -> {row['load_after']} | {row['version']} |")
     lines += ["", "Bytes per all-reduce (distinct sizes, two gloo processes; 'adam' one epoch):", "",
-              "| n | " + " | ".join(args.fits) + " |", "|---|" + "---|" * len(args.fits)]
+              "| n | " + " | ".join(traffic_fits) + " |", "|---|" + "---|" * len(traffic_fits)]
     for n, report in traffic_rows.items():
-        lines.append(f"| {n} | " + " | ".join(", ".join(map(str, report.get(fit, []))) for fit in args.fits) + " |")
+        lines.append(f"| {n} | " + " | ".join(", ".join(map(str, report.get(fit, []))) for fit in traffic_fits) + " |")
     MD_PATH.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
