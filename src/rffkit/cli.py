@@ -352,7 +352,7 @@ memory: --stream auto (the default) reads the table into memory when the fit nee
   than half the available memory, and otherwise streams the files chunk by chunk to an
   estimator that fits from an rffkit.io source (rffnet and ridge, classifiers and
   solver=adam too; not srff); --stream always|never forces the choice. The report says
-  which, and why.
+  which, and why. A streamed fit reads float32 (--dtype auto; its sums stay float64).
 several processes: torchrun --standalone --nproc_per_node=2 -m rffkit fit ... joins a
   torch.distributed group (gloo on CPU) for estimators that fit from a source; each process
   reads its share of the rows and only rank 0 prints and writes the model.
