@@ -229,6 +229,13 @@ def test_set(name, seed=0):
     return X.astype(np.float32), y
 
 
+def test_scores(job, predict):
+    """Test MSE and R^2 of ``predict`` (test inputs -> predictions) on the job's test set."""
+    X_test, y_test = test_set(job["problem"], job["seed"])
+    mse = float(np.mean((predict(X_test) - y_test) ** 2))
+    return {"test_mse": mse, "test_r2": 1.0 - mse / float(np.var(y_test))}
+
+
 # -- one fit in fresh processes ----------------------------------------------------------
 
 
@@ -264,10 +271,7 @@ def _rank(rank, world_size, port, job, output):
                   "all_reduce_bytes": log.all_reduce_bytes, "rows_seen": getattr(model, "n_rows_seen_", ""),
                   "D": _width(model), "gpu_peak_gb": torch.cuda.max_memory_allocated() / 1e9 if on_gpu else ""}
         if rank == 0:
-            X_test, y_test = test_set(job["problem"], job["seed"])
-            predictions = model.predict(ArraySource(X_test))  # streamed, like the training rows
-            result["test_mse"] = float(np.mean((predictions - y_test) ** 2))
-            result["test_r2"] = 1.0 - result["test_mse"] / float(np.var(y_test))
+            result.update(test_scores(job, lambda X: model.predict(ArraySource(X))))  # streamed, as in training
             result["alpha"] = method.alpha(model)
             if method.relevant_found is not None:
                 result["relevant_found"] = method.relevant_found(model, problem)
@@ -285,6 +289,8 @@ def _command_process(rank, job, output, timeout):
     command's processes (``RUSAGE_CHILDREN`` of this fresh process: the largest of them,
     torchrun's workers included, as the sum is not recorded).
     """
+    import pandas as pd
+
     import rffkit
 
     method = METHODS[job["method"]]
@@ -303,20 +309,14 @@ def _command_process(rank, job, output, timeout):
     if command.returncode != 0:
         raise RuntimeError(f"{' '.join(command.args)} exited with {command.returncode}:\n{errors}")
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    import pandas as pd
-
-    saved = rffkit.load(model_path)
+    model = rffkit.load(model_path)["estimator"]
     model_path.unlink()
-    model = saved["estimator"]
-    X_test, y_test = test_set(job["problem"], job["seed"])
-    if getattr(model, "feature_names_in_", None) is not None:  # a model that was given the column names
-        X_test = pd.DataFrame(X_test, columns=model.feature_names_in_)
-    test_mse = float(np.mean((model.predict(X_test) - y_test) ** 2))
+    names = getattr(model, "feature_names_in_", None)  # a model that was given the column names
     result = {"fit_s": fit_s, "cpu_s": usage.ru_utime + usage.ru_stime, "load_before": load_before,
               "load_after": load_after, "peak_rss_gb": usage.ru_maxrss * 1024 / 1e9, "peak_rss_sum_gb": "",
               "all_reduce_bytes": "", "rows_seen": json.loads(report)["n_train"], "D": _width(model[-1]),
-              "gpu_peak_gb": "", "test_mse": test_mse, "test_r2": 1.0 - test_mse / float(np.var(y_test)),
-              "alpha": method.alpha(model)}
+              "gpu_peak_gb": "", "alpha": method.alpha(model),
+              **test_scores(job, lambda X: model.predict(X if names is None else pd.DataFrame(X, columns=names)))}
     Path(f"{output}-0.json").write_text(json.dumps(result))
 
 
@@ -346,7 +346,9 @@ def run_fit(job, folder, timeout):
     else:
         context = mp.start_processes(_rank, args=(job["processes"], _free_port(), job, str(output)),
                                      nprocs=job["processes"], join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout
+    # a command's process stops the command at ``timeout`` itself (its whole process group);
+    # killing that process first would leave the command running
+    deadline = time.monotonic() + timeout + (60.0 if command else 0.0)
     while not context.join(timeout=2.0):
         if time.monotonic() > deadline:
             for process in context.processes:
@@ -456,7 +458,9 @@ def run_flights(method, folder, seed, threads, timeout):
     output = folder / f"result-flights-{method.split()[0]}"
     job = dict(method=method, train=str(train), test=str(test), seed=seed, threads=threads)
     context = mp.start_processes(_flights_process, args=(job, str(output)), nprocs=1, join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout
+    # a command's process stops the command at ``timeout`` itself (its whole process group);
+    # killing that process first would leave the command running
+    deadline = time.monotonic() + timeout + (60.0 if command else 0.0)
     while not context.join(timeout=2.0):
         if time.monotonic() > deadline:
             for process in context.processes:
@@ -696,9 +700,9 @@ def write_markdown(rows, args, notes):
     for method in METHODS:
         series = [r for r in rows if r["method"] == method and r["problem"] == "SE1" and int(r["processes"]) == 1
                   and r.get("device", "cpu") == "cpu"]
-        fitted = slope(series)
         if METHODS[method].command is not None:
             continue  # the command line's rows: _command_lines
+        fitted = slope(series)
         if fitted is None:
             lines.append(f"- {method}: fewer than two SE1 sizes measured, no slope.")
             continue
