@@ -97,7 +97,8 @@ def markdown(rows):
     lines += ["", "| problem | n_train | " + " | ".join(f"{label}: test MSE mean (sd) | {label}: CPU s mean | "
                                                       f"{label}: relevant first" for label in labels) + " |",
               "|---|---|" + "---|---|---|" * len(labels)]
-    for problem, n_train in CASES:
+    extra = sorted({(r["problem"], r["n_train"]) for r in rows} - set(CASES), key=lambda case: (case[1], case[0]))
+    for problem, n_train in (*CASES, *extra):
         cells = []
         for label in labels:
             sel = [r for r in rows if r["label"] == label and r["problem"] == problem and r["n_train"] == n_train]

@@ -235,3 +235,16 @@ def test_settings_sweep_table_compares_each_setting_with_the_defaults(tmp_path, 
     assert json.loads((tmp_path / "settings.notes.json").read_text()) == ["a reading"]
     with pytest.raises(SystemExit, match="unknown settings"):
         sweep.run(tmp_path, 1, ["nonsense"], output)
+
+
+def test_settings_sweep_small_suite_table_gives_each_draw_and_the_mean(tmp_path, monkeypatch):
+    sweep = _load("bench_settings", tmp_path, monkeypatch)
+    rows = [dict(config=config, problem="SE1_5k", seed=draw, cpu=cpu, mse=mse + draw / 1000, found=5 - (draw == 1))
+            for config, cpu, mse in (("base", 20.0, 0.060), ("alpha1e-3", 10.0, 0.050)) for draw in range(5)]
+    output = tmp_path / "settings_se1_5k.jsonl"
+    output.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sweep.main(["table", "--suite", "se1_5k", "--output", str(output)])
+    lines = (tmp_path / "settings_se1_5k.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith("| alpha1e-3 |"))
+    assert row == ("| alpha1e-3 | default_alpha=0.001 | 0.0500 | 0.0510 (4/5) | 0.0520 | 0.0530 | 0.0540 | 0.0520 | 4/5"
+                   " | 10.0 | 0.50 |")

@@ -9,6 +9,7 @@ true subsample and the head's layer extends the search layer.
 """
 
 import copy
+from dataclasses import replace
 import json
 import time
 
@@ -445,3 +446,30 @@ def test_paired_loss_gain_equals_the_in_memory_differences(data):
     assert gain.std() == pytest.approx(float(reference.std()), rel=1e-6)
     with pytest.raises(TypeError, match="same validation rows"):
         kept - reference
+
+
+def test_search_penalty_follows_the_training_rows_not_the_sample(monkeypatch):
+    """With the rows rule, the search on a streamed source's sample takes the penalty of all its training rows."""
+    import rffkit._rffnet_base as base
+    from rffkit._search import search_penalty
+
+    seen, search = [], base.search_relevances
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["alpha"], args[1].shape[0]))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(base, "search_relevances", spy)
+    X, y = make_data(3000)
+    fast = dict(n_components=60, max_iter=3, random_state=0, linear_term=False, rescale_groups=False,
+                align_frequencies=False, prune_relevances=False)
+    for X_fit in (X, ArraySource(X, y, chunk_rows=400)):
+        model = RFFNetRegressor(**fast)
+        model._settings = replace(model._settings, search_alpha_rows=45_000)
+        model.fit(X_fit, None if X_fit is not X else y)
+    (in_memory, rows), (streamed, sample_rows) = seen
+    rule = replace(base.DEFAULT_SETTINGS, search_alpha_rows=45_000)
+    assert rows == 2700 and in_memory == pytest.approx(search_penalty(2700, rule)) and in_memory > 2e-4
+    # the sample holds about SEARCH_ROWS training rows; the penalty is that of about 2,700
+    assert sample_rows < 600 and streamed == pytest.approx(in_memory, rel=0.05)
+    assert streamed != search_penalty(sample_rows, rule)

@@ -175,7 +175,7 @@ def fit_rffnet_classifier_stream(estimator, X, y):
             problem = _stream._sample_problem(
                 estimator, SimpleNamespace(sample=(X_sample, labels.astype(np.float64), rows)), standardise,
                 truncated_layer(full, d_search), validation_fraction=fraction, split_seed=split_seed,
-                generator=torch_generator(torch_seed), validated=validated, heads=None)
+                generator=torch_generator(torch_seed), validated=validated, heads=None, n_train=n_train)
             problem = dataclasses.replace(problem, n_outputs=n_classes, target_state=first.classes)
             model, history, alpha = estimator._solve_varpro(problem, progress)
             return model.rff.to("cpu"), history, alpha

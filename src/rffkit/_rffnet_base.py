@@ -29,7 +29,7 @@ from ._heads import RidgeHeads
 from ._kernel_or_linear import kernel_or_linear
 from ._progress import FitProgress
 from ._refine import refine_layer
-from ._search import default_n_components, search_relevances, varpro_n_components
+from ._search import default_n_components, search_penalty, search_relevances, varpro_n_components
 from ._settings import DEFAULT_SETTINGS
 from ._warp import quantile_warp
 from ._validation import (
@@ -77,6 +77,9 @@ class _Problem:
     #: A head fitter that judges the refinement moves instead of :meth:`BaseRFFNet._output_heads`
     #: (a streamed fit's, on every row of its source: :mod:`rffkit._rffnet_stream`).
     heads: object = None
+    #: The training rows the fit stands for when ``X_train`` is a sample of them (a streamed
+    #: fit); None: the rows of ``X_train``. Sets the search's penalty (:func:`search_penalty`).
+    n_train_rows: int | None = None
 
 
 class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
@@ -296,9 +299,10 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         p, settings = problem, self._settings
         auto_alpha = isinstance(self.alpha, str)
         y_train, y_val = self._surrogate_target(p.y_train, p.n_outputs), self._surrogate_target(p.y_val, p.n_outputs)
+        # 'auto': a penalty for the training rows the fit stands for (a streamed fit's sample stands for more)
+        alpha = search_penalty(p.n_train_rows or p.X_train.shape[0], settings) if auto_alpha else float(self.alpha)
         found = search_relevances(
-            p.layer, p.X_train, y_train, p.X_val, y_val,
-            alpha=settings.default_alpha if auto_alpha else float(self.alpha), auto_alpha=auto_alpha,
+            p.layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
             max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change, tol=self.tol, generator=p.generator,
             relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(progress),
         )

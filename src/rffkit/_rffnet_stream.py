@@ -183,8 +183,11 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
 
 
 def _sample_problem(estimator, first, standardise, layer, *, validation_fraction, split_seed, generator,
-                    validated, heads):
-    """The in-memory :class:`~rffkit._rffnet_base._Problem` of the sample (rows split by the hash)."""
+                    validated, heads, n_train):
+    """The in-memory :class:`~rffkit._rffnet_base._Problem` of the sample (rows split by the hash).
+
+    ``n_train``: the training rows of the whole source, which the sample stands for.
+    """
     from ._rffnet_base import _Problem
 
     X, y, rows = first.sample
@@ -200,7 +203,7 @@ def _sample_problem(estimator, first, standardise, layer, *, validation_fraction
         "varpro", (), standardise.device, standardise.x_mean, standardise.x_scale, target,
         (standardise.y_mean, standardise.y_scale), 1, None, standardise.inputs(X[~held]),
         estimator._target_tensor(target[~held], standardise.device), X_val, y_val, layer, generator,
-        heads,
+        heads, n_train,
     )
 
 
@@ -327,7 +330,7 @@ def fit_stream(estimator, X, y):
             generator = torch_generator(torch_seed)
             problem = _sample_problem(estimator, first, standardise, truncated_layer(full, d_search),
                                       validation_fraction=fraction, split_seed=split_seed, generator=generator,
-                                      validated=validated, heads=heads)
+                                      validated=validated, heads=heads, n_train=n_train)
             model, history, alpha = estimator._solve_varpro(problem, progress)
             layers = [extended_layer(model.rff, full)]
             if estimator.align_frequencies and problem.X_val is not None and layers[0].n_components > d_search:
