@@ -247,6 +247,31 @@ def run(data_dir, workers, names, output, suite="50k", only=None):
             say(f"{row['config']} {row['problem']} {row['seed']}: CPU {row['cpu']:.1f} s, test MSE {row['mse']:.4g}")
 
 
+def _fields(config):
+    """A setting's changed fields as ``name=value`` text."""
+    return ", ".join(f"{k.lstrip('_')}={v:g}" if isinstance(v, float) else f"{k.lstrip('_')}={v}"
+                     for k, v in config.items())
+
+
+def _page(title, command, rows, explanation, lines, notes):
+    """A results page: title, provenance (versions, machines, loads), explanation, table, notes."""
+    versions = sorted({row.get("version", "?") for row in rows})
+    machines = sorted({row.get("machine", "?") for row in rows})
+    loads = [row["load"] for row in rows if "load" in row]
+    return "\n".join([
+        f"# {title}",
+        "",
+        f"Produced by `{command}` (see its docstring); rffkit at " + "; ".join(versions) + ". Machine: "
+        + "; ".join(machines)
+        + (f"; load average (1 min) when fits ended {min(loads):.1f} to {max(loads):.1f}." if loads else "."),
+        *explanation,
+        "",
+        *lines,
+        "",
+        *(["Notes:", "", *(f"- {note}" for note in notes), ""] if notes else []),
+    ])
+
+
 def markdown(rows, notes=()):
     """The sweep as a table: per setting, each problem's score and the mean CPU seconds per table."""
     by = collections.defaultdict(dict)
@@ -276,33 +301,20 @@ def markdown(rows, notes=()):
         fits = by.get(name)
         if not fits:
             continue
-        fields = "HistGradientBoostingRegressor()" if name == "hgb" else (
-            ", ".join(f"{k.lstrip('_')}={v:g}" if isinstance(v, float) else f"{k.lstrip('_')}={v}"
-                      for k, v in CONFIGS[name].items()) or "defaults")
+        fields = "HistGradientBoostingRegressor()" if name == "hgb" else (_fields(CONFIGS[name]) or "defaults")
         cpus = [mean_cpu(fits, problem) for problem in (*TABLES, *SYNTHETIC)]
         same_machine = {fit.get("machine") for fit in fits.values()} == {fit.get("machine") for fit in base.values()}
         ratio = mean_cpu(fits, "flights") / mean_cpu(base, "flights") if base and same_machine else float("nan")
         lines.append(f"| {name} | {fields} | " + " | ".join(cell(fits.get(key), key[0]) for key in shown)
                      + " | " + " | ".join("–" if c != c else f"{c:.1f}" for c in cpus)
                      + (" | – |" if ratio != ratio else f" | {ratio:.2f} |"))
-    versions = sorted({row.get("version", "?") for row in rows})
-    machines = sorted({row.get("machine", "?") for row in rows})
-    loads = [row["load"] for row in rows if "load" in row]
-    return "\n".join([
-        "# RFFNet's tuning constants: speed against accuracy at 50,000 rows",
-        "",
-        "Produced by `python benchmarks/bench_settings.py` (see its docstring); rffkit at "
-        + "; ".join(versions) + ". Machine: " + "; ".join(machines)
-        + (f"; load average (1 min) when fits ended {min(loads):.1f} to {max(loads):.1f}." if loads else "."),
-        "Tables: test R^2 (flights, movies, cps: bench_real's splits, 10 noise columns, one-hot categories);",
-        "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run side by",
-        "side (see the docstring): compare with the `base` row, not with fits run alone; the ratio is given only",
-        "for rows of base's machine.",
-        "",
-        *lines,
-        "",
-        *(["Notes:", "", *(f"- {note}" for note in notes), ""] if notes else []),
-    ])
+    return _page("RFFNet's tuning constants: speed against accuracy at 50,000 rows",
+                 "python benchmarks/bench_settings.py", rows, [
+                     "Tables: test R^2 (flights, movies, cps: bench_real's splits, 10 noise columns, one-hot categories);",
+                     "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run side by",
+                     "side (see the docstring): compare with the `base` row, not with fits run alone; the ratio is given only",
+                     "for rows of base's machine.",
+                 ], lines, notes)
 
 
 def small_markdown(rows, notes=()):
@@ -317,7 +329,7 @@ def small_markdown(rows, notes=()):
         fits = by.get(name)
         if not fits:
             continue
-        fields = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in SMALL_CONFIGS[name].items())
+        fields = _fields(SMALL_CONFIGS[name])
         cells = [f"{fits[d]['mse']:.4f}" + ("" if fits[d]["found"] == 5 else f" ({fits[d]['found']}/5)")
                  if d in fits else "–" for _, d in SMALL_PROBLEMS]
         done = list(fits.values())
@@ -328,23 +340,12 @@ def small_markdown(rows, notes=()):
         lines.append(f"| {name} | {fields or 'defaults'} | " + " | ".join(cells)
                      + f" | {mse:.4f}{'' if len(done) == len(SMALL_PROBLEMS) else f' ({len(done)} draws)'}"
                      + f" | {first}/{len(done)} | {cpu:.1f} | " + ("–" if base_cpu is None else f"{cpu / base_cpu:.2f}") + " |")
-    versions = sorted({row.get("version", "?") for row in rows})
-    machines = sorted({row.get("machine", "?") for row in rows})
-    loads = [row["load"] for row in rows if "load" in row]
-    return "\n".join([
-        "# RFFNet's tuning constants on SE1 at 5,000 training rows",
-        "",
-        "Produced by `python benchmarks/bench_settings.py run --suite se1_5k` (see its docstring); rffkit at "
-        + "; ".join(versions) + ". Machine: " + "; ".join(machines)
-        + (f"; load average (1 min) when fits ended {min(loads):.1f} to {max(loads):.1f}." if loads else "."),
-        "The five draws of bench_gp.py (2,000 test rows); test MSE, with the relevant inputs found among the first",
-        "five where not all five (issue 19's target: mean <= 0.058, five first in every draw; the exact GP: 0.0567",
-        "on draw 0). CPU s: of fits run side by side; compare with the `base` row.",
-        "",
-        *lines,
-        "",
-        *(["Notes:", "", *(f"- {note}" for note in notes), ""] if notes else []),
-    ])
+    return _page("RFFNet's tuning constants on SE1 at 5,000 training rows",
+                 "python benchmarks/bench_settings.py run --suite se1_5k", rows, [
+                     "The five draws of bench_gp.py (2,000 test rows); test MSE, with the relevant inputs found among the first",
+                     "five where not all five (issue 19's target: mean <= 0.058, five first in every draw; the exact GP: 0.0567",
+                     "on draw 0). CPU s: of fits run side by side; compare with the `base` row.",
+                 ], lines, notes)
 
 
 def main(argv=None):
