@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import platform
 import resource
@@ -332,6 +331,17 @@ def _free_port():
         return probe.getsockname()[1]
 
 
+def _joined(context, seconds):
+    """Wait up to ``seconds`` for the processes of ``context``; past that, kill them and return False."""
+    deadline = time.monotonic() + seconds
+    while not context.join(timeout=2.0):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            return False
+    return True
+
+
 def run_fit(job, folder, timeout):
     """Fit in ``job['processes']`` fresh processes; the merged measurements, or None on timeout."""
     import torch.multiprocessing as mp
@@ -348,12 +358,8 @@ def run_fit(job, folder, timeout):
                                      nprocs=job["processes"], join=False, start_method="spawn")
     # a command's process stops the command at ``timeout`` itself (its whole process group);
     # killing that process first would leave the command running
-    deadline = time.monotonic() + timeout + (60.0 if command else 0.0)
-    while not context.join(timeout=2.0):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            return None
+    if not _joined(context, timeout + (60.0 if command else 0.0)):
+        return None
     if command:
         result = Path(f"{output}-0.json")
         return json.loads(result.read_text()) if result.exists() else None  # none: the command timed out
@@ -458,14 +464,8 @@ def run_flights(method, folder, seed, threads, timeout):
     output = folder / f"result-flights-{method.split()[0]}"
     job = dict(method=method, train=str(train), test=str(test), seed=seed, threads=threads)
     context = mp.start_processes(_flights_process, args=(job, str(output)), nprocs=1, join=False, start_method="spawn")
-    # a command's process stops the command at ``timeout`` itself (its whole process group);
-    # killing that process first would leave the command running
-    deadline = time.monotonic() + timeout + (60.0 if command else 0.0)
-    while not context.join(timeout=2.0):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            raise SystemExit(f"flights: {method} timed out after {timeout:.0f} s")
+    if not _joined(context, timeout):
+        raise SystemExit(f"flights: {method} timed out after {timeout:.0f} s")
     measured = json.loads(Path(f"{output}-0.json").read_text())
     measured["peak_rss_sum_gb"] = measured["peak_rss_gb"]
     return measured

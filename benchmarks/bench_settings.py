@@ -41,9 +41,10 @@ import collections
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
+
+from _common import code_version, load_notes, say
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -115,7 +116,6 @@ def prepare(data_dir):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import OneHotEncoder
 
-    sys.path.insert(0, str(HERE))
     import bench_real
 
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -139,13 +139,11 @@ def _data(data_dir, problem, seed):
     import numpy as np
 
     if problem == "SE1_5k":
-        sys.path.insert(0, str(HERE))
         from bench_gp import data as se1_draw
 
         X_tr, X_te, y_tr, y_te, support = se1_draw(seed, 5000)
         return X_tr, y_tr, X_te, y_te, [int(k) for k in support]
     if problem in SYNTHETIC:
-        sys.path.insert(0, str(HERE))
         from bench_rffnet_se import _data as synthetic
 
         (X_tr, _, X_te), (y_tr, _, y_te), support = synthetic(SYNTHETIC[problem], seed, 50_000)
@@ -223,8 +221,6 @@ def run(data_dir, workers, names, output, suite="50k", only=None):
     """Queue HGB (50k suite) and every setting on every problem; append each fit's row to ``output`` as it ends."""
     import multiprocessing as mp
 
-    sys.path.insert(0, str(HERE))
-    from _common import code_version, say
 
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     problems, configs, _ = SUITES[suite]
@@ -362,9 +358,6 @@ def main(argv=None):
     parser.add_argument("--note", action="append", default=[],
                         help="a line for the table's notes (kept in settings.notes.json for later runs)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(HERE))
-    from _common import load_notes
-
     if args.step == "prepare":
         prepare(args.data_dir)
         return

@@ -9,6 +9,7 @@ way (``--update``), and its hand-written notes must survive later runs too.
 import csv
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ def _load(name, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts import their sibling _common
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, "RESULTS", tmp_path)
     return module
@@ -248,3 +250,21 @@ def test_settings_sweep_small_suite_table_gives_each_draw_and_the_mean(tmp_path,
     row = next(line for line in lines if line.startswith("| alpha1e-3 |"))
     assert row == ("| alpha1e-3 | default_alpha=0.001 | 0.0500 | 0.0510 (4/5) | 0.0520 | 0.0530 | 0.0540 | 0.0520 | 4/5"
                    " | 10.0 | 0.50 |")
+
+
+def test_scale_bench_waits_for_its_processes_and_kills_them_past_the_deadline(tmp_path, monkeypatch):
+    scale = _load("bench_scale", tmp_path, monkeypatch)
+
+    class Context:
+        def __init__(self, finishes):
+            self.finishes, self.processes, self.killed = finishes, [self, self], 0
+
+        def join(self, timeout):
+            return self.finishes
+
+        def kill(self):
+            self.killed += 1
+
+    done, stuck = Context(True), Context(False)
+    assert scale._joined(done, 10.0) and done.killed == 0
+    assert not scale._joined(stuck, 0.0) and stuck.killed == 2
