@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from rffkit import RFFNetClassifier, RFFNetRegressor
+from rffkit._settings import DEFAULT_SETTINGS
 from rffkit.datasets import make_gregorova_se1, make_jordan_se1
 
 
@@ -90,7 +91,6 @@ def test_raw_units_do_not_change_the_ranking(solver):
 
 
 def test_auto_alpha_is_a_grid_value_and_is_validated(se1, se1_model):
-    from rffkit._settings import DEFAULT_SETTINGS
 
     X, y, _, _ = se1
     assert se1_model.alpha == "auto" and se1_model.alpha_ in DEFAULT_SETTINGS.alpha_grid
@@ -109,6 +109,27 @@ def test_auto_alpha_is_chosen_on_the_validation_split(se1, se1_model):
     assert se1_model.best_validation_loss_ <= fixed.best_validation_loss_ * (1 + 1e-6)
 
 
+@pytest.mark.parametrize("draw", [3, 5])  # the larger penalty validates better on draw 3, the default on 5
+def test_refined_retry_keeps_the_search_penalty_that_validates_better(draw):
+    """Above one search stage the search and the moves also run at ten times the penalty; the lower validation loss wins."""
+    X, y = make_gregorova_se1(3000, random_state=draw)
+    params = dict(random_state=0, max_iter=5, n_components=300, linear_term=False)
+
+    def fit(**fields):
+        model = RFFNetRegressor(**params)
+        model._settings = dataclasses.replace(DEFAULT_SETTINGS, **fields)
+        return model.fit(X, y)
+
+    retried = RFFNetRegressor(**params).fit(X, y)
+    alone = [fit(refined_retry_factors=()), fit(refined_retry_factors=(), default_alpha=1e-3)]
+    assert not np.array_equal(alone[0].relevances_, alone[1].relevances_)
+    better = min(alone, key=lambda m: m.best_validation_loss_)
+    # the kept run is the standalone fit at its penalty, to the bit (the same draws)
+    np.testing.assert_array_equal(retried.relevances_, better.relevances_)
+    assert retried.best_validation_loss_ == better.best_validation_loss_
+    np.testing.assert_array_equal(retried.predict(X[:50]), better.predict(X[:50]))
+
+
 def test_rescale_groups_escapes_a_too_smooth_search():
     """On sin(1.25 (x0 + x1)^2) the search stops too smooth; rescaling the pair fixes it."""
     rng = np.random.default_rng(0)
@@ -118,8 +139,10 @@ def test_rescale_groups_escapes_a_too_smooth_search():
         random_state=0, max_iter=3, n_components=400, variant="cos", align_frequencies=False,
         prune_relevances=False,
     )
-    plain = RFFNetRegressor(rescale_groups=False, **params).fit(X[:3000], y[:3000])
-    model = RFFNetRegressor(**params).fit(X[:3000], y[:3000])
+    plain, model = RFFNetRegressor(rescale_groups=False, **params), RFFNetRegressor(**params)
+    for estimator in (plain, model):  # one search each (no retry at a larger penalty)
+        estimator._settings = dataclasses.replace(DEFAULT_SETTINGS, refined_retry_factors=())
+        estimator.fit(X[:3000], y[:3000])
     lam, lam_plain = np.abs(model.relevances_), np.abs(plain.relevances_)
     assert lam[0] == lam[1] and lam[0] >= 2.5 * lam_plain[:2].max() - 1e-9
     np.testing.assert_array_equal(lam[2:], lam_plain[2:])  # only the group moved

@@ -184,14 +184,3 @@ def test_varpro_width_is_wider_for_a_few_thousand_rows():
         assert varpro_n_components(n) == default_n_components(n)
     narrow = replace(DEFAULT_SETTINGS, varpro_wide_features=0)
     assert varpro_n_components(4500, narrow) == 1000
-
-
-def test_search_penalty_grows_as_the_training_rows_shrink():
-    from rffkit._search import search_penalty
-
-    alpha, scaled = DEFAULT_SETTINGS.default_alpha, replace(DEFAULT_SETTINGS, search_alpha_rows=45_000)
-    assert search_penalty(45_000, scaled) == alpha and search_penalty(10**7, scaled) == alpha
-    assert search_penalty(4_500, scaled) == pytest.approx(10 * alpha)
-    assert search_penalty(9_000, scaled) == pytest.approx(5 * alpha)
-    assert search_penalty(2_000, scaled) == alpha  # one search stage: the small path tries its own penalties
-    assert search_penalty(4_500) == alpha  # the default: no rule

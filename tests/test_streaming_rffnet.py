@@ -448,10 +448,10 @@ def test_paired_loss_gain_equals_the_in_memory_differences(data):
         kept - reference
 
 
-def test_search_penalty_follows_the_training_rows_not_the_sample(monkeypatch):
-    """With the rows rule, the search on a streamed source's sample takes the penalty of all its training rows."""
+def test_refined_retry_follows_the_training_rows_not_the_sample(monkeypatch):
+    """The search is retried at a larger penalty by the training rows a fit stands for, not its sample's."""
     import rffkit._rffnet_base as base
-    from rffkit._search import search_penalty
+    from rffkit import RFFNetClassifier
 
     seen, search = [], base.search_relevances
 
@@ -461,15 +461,16 @@ def test_search_penalty_follows_the_training_rows_not_the_sample(monkeypatch):
 
     monkeypatch.setattr(base, "search_relevances", spy)
     X, y = make_data(3000)
+    labels = (y > np.median(y)).astype(int)
     fast = dict(n_components=60, max_iter=3, random_state=0, linear_term=False, rescale_groups=False,
                 align_frequencies=False, prune_relevances=False)
-    for X_fit in (X, ArraySource(X, y, chunk_rows=400)):
-        model = RFFNetRegressor(**fast)
-        model._settings = replace(model._settings, search_alpha_rows=45_000)
-        model.fit(X_fit, None if X_fit is not X else y)
-    (in_memory, rows), (streamed, sample_rows) = seen
-    rule = replace(base.DEFAULT_SETTINGS, search_alpha_rows=45_000)
-    assert rows == 2700 and in_memory == pytest.approx(search_penalty(2700, rule)) and in_memory > 2e-4
-    # the sample holds about SEARCH_ROWS training rows; the penalty is that of about 2,700
-    assert sample_rows < 600 and streamed == pytest.approx(in_memory, rel=0.05)
-    assert streamed != search_penalty(sample_rows, rule)
+    # a retry on at most 2,000 training rows, above 200
+    settings = replace(base.DEFAULT_SETTINGS, first_stage_rows=200, refined_retry_rows=2000)
+    for X_fit, y_fit in ((X[:1000], labels[:1000]), (ArraySource(X, labels, chunk_rows=400), None)):
+        model = RFFNetClassifier(**fast)
+        model._settings = settings
+        model.fit(X_fit, y_fit)
+    alpha = settings.default_alpha
+    # in memory: 900 training rows, two searches; streamed: a sample of the 2,700 training rows, one
+    assert [a for a, _ in seen] == [alpha, 10 * alpha, alpha], seen
+    assert seen[0][1] == seen[1][1] == 900 and 200 < seen[2][1] < 2000

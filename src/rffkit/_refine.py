@@ -214,15 +214,16 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
     return head, accepted, loss
 
 
-def _prune(layer, heads, head, loss, settings, screen=None):
+def _prune(layer, heads, head, loss, settings, screen=None, baseline=None):
     """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones.
 
     With ``screen`` a candidate is confirmed only if its screening score is below
-    that of ``layer``.
+    that of ``layer`` (``baseline``, when already known).
     """
     relevances = layer.relevances.detach()
     best, tried = (layer, head), []
-    baseline = None if screen is None else screen(layer)
+    if screen is not None and baseline is None:
+        baseline = screen(layer)
     for fraction in settings.prune_fractions:
         candidate = _pruned(relevances, fraction)
         if torch.equal(candidate, relevances) or any(torch.equal(candidate, seen) for seen in tried):
@@ -309,6 +310,7 @@ def refine_layer(
         if accepted:
             layer, head, loss = candidate, new_head, new_loss
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
+    layer_score = best_score if math.isfinite(best_score) else None  # the screening score of `layer`
     logger.debug("refinement of %s: screening score %.5g", _Numbers(layer.relevances), best_score)
 
     def consider(candidates):
@@ -340,8 +342,8 @@ def refine_layer(
         report("confirmation")
         new_head, accepted, new_loss = _confirm(best, heads, head, loss, settings)
         if accepted:
-            layer, head, loss = best, new_head, new_loss
+            layer, head, loss, layer_score = best, new_head, new_loss, best_score
     if prune:
         report("pruning")
-        layer, head = _prune(layer, heads, head, loss, settings, screen)
+        layer, head = _prune(layer, heads, head, loss, settings, screen, layer_score)
     return layer, head

@@ -29,7 +29,6 @@ from ._settings import DEFAULT_SETTINGS
 
 __all__ = [
     "default_n_components",
-    "search_penalty",
     "screening_n_components",
     "varpro_n_components",
     "stage_evaluations",
@@ -70,22 +69,6 @@ def varpro_n_components(n_samples, settings=DEFAULT_SETTINGS):
     if n > settings.first_stage_rows:
         D = max(D, min(n // 2, settings.varpro_wide_features, math.floor(math.sqrt(settings.varpro_head_budget / n))))
     return int(D)
-
-
-def search_penalty(n_train, settings=DEFAULT_SETTINGS):
-    """The relevance search's penalty for ``alpha='auto'`` on ``n_train`` training rows.
-
-    ``settings.default_alpha``; with ``settings.search_alpha_rows`` set, raised to
-    ``default_alpha * search_alpha_rows / n_train`` when the training split is smaller
-    than that many rows but more than one search stage (``settings.first_stage_rows``;
-    at most that, the search itself is repeated at ``settings.small_sample_alphas``).
-    ``n_train`` is the fit's training rows, also where the search runs on a sample of
-    them (a streamed fit).
-    """
-    rows = settings.search_alpha_rows
-    if rows is None or n_train <= settings.first_stage_rows:
-        return settings.default_alpha
-    return settings.default_alpha * max(1.0, rows / n_train)
 
 
 def stage_evaluations(m, s, flop_budget):

@@ -58,13 +58,6 @@ class RFFNetSettings:
     #: Penalty of the relevance search when ``alpha='auto'``, and the whole of 'auto' for
     #: the Adam solver, which has no closed-form path to choose it from.
     default_alpha: float = 1e-4
-    #: A number: above ``first_stage_rows`` training rows the search's penalty for
-    #: ``alpha='auto'`` is ``default_alpha * max(1, search_alpha_rows / n)``
-    #: (:func:`rffkit._search.search_penalty`; 45,000: ten times ``default_alpha`` at 4,500
-    #: rows). None (the default): ``default_alpha`` at every size. At 45,000 it met
-    #: SE1's 5,000-row target but put a noise input among SE1's first three at 2,700 rows
-    #: and lost 4% on SE2 at 5,000 (benchmarks/results/settings_se1_5k.md).
-    search_alpha_rows: float | None = None
     #: Grid of the head's penalty when ``alpha='auto'``: half-decades 1e-8 ... 1 (the
     #: target is in standard units and the feature Gram matrix has trace about 1).
     alpha_grid: tuple = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
@@ -77,6 +70,15 @@ class RFFNetSettings:
     #: best on validation is kept, as SRFF chooses its penalty from a grid (two
     #: penalties: five searches instead of nine).
     small_sample_alphas: tuple = (1e-3, 3e-2)
+    #: On a training split of more than ``first_stage_rows`` and at most
+    #: ``refined_retry_rows`` rows, with a validation split, the search and the
+    #: refinement moves are run again at ``default_alpha`` times each of these factors,
+    #: from the same start, and the model with the lower validation loss is kept: at a
+    #: few thousand rows a larger penalty lets the search see a weak pair of interacting
+    #: inputs that only the refinement then resolves, while on other problems it costs
+    #: accuracy, and before the moves the two searches score alike on validation.
+    refined_retry_factors: tuple = (10.0,)
+    refined_retry_rows: int = 10_000
 
     # -- the coarse-to-fine relevance search ------------------------------------------------
     #: Rows of the first (smallest) stage; later stages grow by ``stage_growth``.
