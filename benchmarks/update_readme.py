@@ -37,6 +37,7 @@ SECTIONS = [
     ("excess_risk.md", "bench_excess_risk.py"),
     ("real.md", "bench_real.py"),
     ("real_quick.md", "bench_real.py"),
+    ("gp.md", "bench_gp.py"),
     ("scale.md", "bench_scale.py"),
     ("extrapolation.md", "bench_extrapolation.py"),
 ]
@@ -307,6 +308,26 @@ def _real(results):
     )
 
 
+def _gp(results):
+    """RFFNet against the exact ARD Gaussian process, from gp.md's table of means (its second table)."""
+    blocks, block = [], []
+    for line in (results / "gp.md").read_text().splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(line)
+        elif block:
+            blocks.append("\n".join(block))
+            block = []
+    rows = table_rows(blocks[1])
+    net, gp = _row(rows, method="rffnet"), _row(rows, method="exact_gp")
+    return (
+        f"**Against an exact Gaussian process** with the same ARD kernel (GPyTorch, marginal likelihood): on SE1 "
+        f"with {net['n_train']} training rows RFFNet's test MSE was {net['test MSE mean (sd)'].split()[0]} over "
+        f"{net['draws']} draws (the five relevant inputs first in {net['five first']}), the GP's "
+        f"{gp['test MSE mean (sd)'].split()[0]} ({gp['draws']} draw), at {_mean(net['CPU / GP CPU mean']):.2f} of "
+        f"the GP's CPU time."
+    )
+
+
 def _scale(results):
     """Streamed fits from bench_scale.py's CSV: the 2-core rows, and the GPU machine's where there are some."""
     import csv
@@ -342,9 +363,9 @@ def _scale(results):
     return text + "."
 
 
-SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _rffridge_se, _real, _scale)
-# the README keeps six: the speed of RFFRidge's penalty search is on the docs page only
-README_SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _real, _scale)
+SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _rffridge_se, _real, _gp, _scale)
+# the README keeps seven: the speed of RFFRidge's penalty search is on the docs page only
+README_SUMMARY = (_rffnet_se, _srff_tables, _classification, _krr_diabetes, _real, _gp, _scale)
 
 
 def summary(results=None, line_makers=SUMMARY):

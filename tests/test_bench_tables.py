@@ -219,6 +219,20 @@ def test_real_data_tables_reach_the_docs_and_the_summary_counts_them(tmp_path, m
         assert f"#### {heading}" in docs
 
 
+def test_gp_summary_line_reads_the_table_of_means(tmp_path, monkeypatch):
+    update_readme = _load("update_readme", tmp_path, monkeypatch)
+    (tmp_path / "gp.md").write_text(
+        "# t\n\n| n_train | draw | method |\n|---|---|---|\n| 5,000 | 0 | rffnet |\n\n"
+        "| n_train | method | draws | test MSE mean (sd) | five first | fit s mean | CPU / GP CPU mean |\n"
+        "|---|---|---|---|---|---|---|\n| 5,000 | rffnet | 5 | 0.0528 (0.0101) | 4/5 | 53.7 | 0.050 |\n"
+        "| 5,000 | exact_gp | 1 | 0.0567 (0.0000) | 1/1 | 3762.8 | 1.000 |\n\nNotes:\n"
+    )
+    line = update_readme._gp(tmp_path)
+    assert "5,000 training rows RFFNet's test MSE was 0.0528 over 5 draws" in line
+    assert "first in 4/5), the GP's 0.0567 (1 draw), at 0.05 of the GP's CPU time" in line
+    assert "### RFFNet against an exact ARD Gaussian process" in update_readme.build(BENCHMARKS / "results")
+
+
 def test_settings_sweep_table_compares_each_setting_with_the_defaults(tmp_path, monkeypatch):
     sweep = _load("bench_settings", tmp_path, monkeypatch)
     rows = [dict(config="hgb", problem="flights", seed=0, cpu=1.0, r2=0.8, mse=1.0)]
