@@ -41,6 +41,22 @@ def test_only_heavy_tailed_columns_with_many_values_are_mapped(columns):
     assert heavy_tailed(pool[:, None], min_kurtosis=3.0, min_distinct=32, max_tie=0.5).tolist() == [False]
 
 
+def test_kurtosis_is_scipys_and_a_constant_column_raises_no_warning(columns):
+    import warnings
+
+    from scipy.stats import kurtosis
+
+    # the excess kurtosis it thresholds is the moment estimate (bias=True)
+    excess = kurtosis(columns, axis=0, fisher=True, bias=True)
+    for threshold in (excess[0] - 1e-6, excess[0] + 1e-6):
+        assert heavy_tailed(columns[:, :1], min_kurtosis=threshold, min_distinct=32).tolist() == [threshold < excess[0]]
+    constant = np.full((5, 2), 0.8216181373596191)  # scipy warns of precision loss on such a column
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not heavy_tailed(constant, min_kurtosis=3.0, min_distinct=1).any()
+        assert quantile_warp(np.c_[constant, constant], **WARP) is None
+
+
 def test_the_map_sends_a_heavy_tailed_column_to_normal_scores_and_leaves_the_others(columns):
     knots, values = quantile_warp(columns, **WARP)
     assert knots.shape == values.shape == (3, 64)
