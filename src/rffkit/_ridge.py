@@ -327,13 +327,17 @@ def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
     k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
     column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
     fits = {}
+    # one system and one factor for every penalty visited: a fresh D x D pair per step left
+    # the allocator's heap growing by one D x D block a step (blocks under glibc's 32 MiB
+    # mmap limit, D up to about 2,000 in float64, are not handed back when freed)
+    system, factor = torch.empty_like(gram), torch.empty_like(gram)
+    info = torch.empty((), dtype=torch.int32, device=gram.device)
 
     def score(j):
         if j not in fits:
-            system = gram.clone()
+            system.copy_(gram)
             system.diagonal().add_(grid[j])
-            factor, info = torch.linalg.cholesky_ex(system)
-            del system
+            torch.linalg.cholesky_ex(system, out=(factor, info))
             if int(info) != 0:
                 fits[j] = (math.inf, None, None)
             else:
