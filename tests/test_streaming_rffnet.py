@@ -451,15 +451,16 @@ def test_paired_loss_gain_equals_the_in_memory_differences(data):
 def test_refined_retry_follows_the_training_rows_not_the_sample(monkeypatch):
     """The search is retried at a larger penalty by the training rows a fit stands for, not its sample's."""
     import rffkit._rffnet_base as base
+    import rffkit._search_refine as search_refine
     from rffkit import RFFNetClassifier
 
-    seen, search = [], base.search_relevances
+    seen, search = [], search_refine.search_relevances
 
     def spy(*args, **kwargs):
         seen.append((kwargs["alpha"], args[1].shape[0]))
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(base, "search_relevances", spy)
+    monkeypatch.setattr(search_refine, "search_relevances", spy)
     X, y = make_data(3000)
     labels = (y > np.median(y)).astype(int)
     fast = dict(n_components=60, max_iter=3, random_state=0, linear_term=False, rescale_groups=False,

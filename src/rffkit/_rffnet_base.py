@@ -16,7 +16,6 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -29,8 +28,8 @@ from ._adam import fit_alternating_adam
 from ._heads import RidgeHeads
 from ._kernel_or_linear import kernel_or_linear
 from ._progress import FitProgress
-from ._refine import refine_layer
-from ._search import SearchResult, default_n_components, search_relevances, varpro_n_components
+from ._search import default_n_components, varpro_n_components
+from ._search_refine import search_and_refine_retried
 from ._settings import DEFAULT_SETTINGS
 from ._warp import quantile_warp
 from ._validation import (
@@ -54,22 +53,6 @@ __all__ = ["BaseRFFNet"]
 #: Parameters that only one solver reads.
 _ADAM_ONLY = ("learning_rate", "batch_size")
 _VARPRO_ONLY = ("linear_term", "rescale_groups", "align_frequencies", "prune_relevances", "warp_inputs")
-
-
-class _Refined(NamedTuple):
-    """One run of the relevance search and the refinement moves (:meth:`BaseRFFNet._search_and_refine`)."""
-
-    found: SearchResult
-    layer: ARDRandomFourierFeatures
-    head: object
-    judge: object
-    full_path: object
-    surrogate: RidgeHeads
-
-    @property
-    def validation_loss(self):
-        """The kept model's mean per-sample validation loss, as its judge measures it."""
-        return float(self.judge.validation_losses(self.head, self.layer).mean())
 
 
 @dataclass
@@ -313,30 +296,15 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         least-squares target (:meth:`_surrogate_target`); the model's head is the one
         :meth:`_output_heads` fits (ridge for the regressor, logistic for the
         classifier), and with a validation split that head judges the refinement moves.
-        On a training split of a few thousand rows (``settings.refined_retry_rows``) the
-        search and the moves run again at larger penalties
-        (``settings.refined_retry_factors``) and the lower validation loss wins.
+        On a training split of a few thousand rows the search and the moves run again at
+        larger penalties and the lower validation loss wins
+        (:func:`rffkit._search_refine.search_and_refine_retried`).
         """
         p, settings = problem, self._settings
         auto_alpha = isinstance(self.alpha, str)
         y_train, y_val = self._surrogate_target(p.y_train, p.n_outputs), self._surrogate_target(p.y_val, p.n_outputs)
         alpha = settings.default_alpha if auto_alpha else float(self.alpha)
-        # by the training rows the fit stands for (a streamed fit's sample stands for more)
-        retry = (auto_alpha and p.X_val is not None and p.heads is None
-                 and p.X_train.shape[0] > settings.first_stage_rows
-                 and (p.n_train_rows or p.X_train.shape[0]) <= settings.refined_retry_rows)
-        start = p.layer.replace(relevances=p.layer.relevances.detach().clone()) if retry else None
-        draws = p.generator.get_state()
-        kept = self._search_and_refine(p, p.layer, y_train, y_val, alpha, auto_alpha, progress)
-        after = p.generator.get_state()
-        for factor in settings.refined_retry_factors if retry else ():
-            # the same draws (screening rows, candidate frequencies) as the first run
-            p.generator.set_state(draws)
-            layer = start.replace(relevances=start.relevances.detach().clone())
-            other = self._search_and_refine(p, layer, y_train, y_val, factor * alpha, auto_alpha, progress)
-            if other.validation_loss < kept.validation_loss:
-                kept, after = other, p.generator.get_state()
-        p.generator.set_state(after)  # what follows draws as after the kept run
+        kept = search_and_refine_retried(self, p, y_train, y_val, alpha, auto_alpha, progress)
         found, layer, head, judge, full_path, surrogate = kept
         reduced = False
         if self.linear_term and settings.reduce_linear:
@@ -366,40 +334,6 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 progress.stage("head on all rows")
                 heads.install(model, heads.refit(layer, head))
         return model, history, head.alpha
-
-    def _search_and_refine(self, p, layer, y_train, y_val, alpha, auto_alpha, progress):
-        """The relevance search of ``layer`` at ``alpha``, then the refinement moves: a :class:`_Refined`.
-
-        ``layer`` is the starting layer; the search leaves it holding its relevances.
-        """
-        settings = self._settings
-        found = search_relevances(
-            layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
-            max_iter=self.max_iter, n_iter_no_change=self.n_iter_no_change, tol=self.tol, generator=p.generator,
-            relevance_penalty=self.relevance_penalty, settings=settings, progress=self._search_progress(progress),
-        )
-        surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
-                               alphas=settings.alpha_grid)
-        # the output heads judge the moves when a validation split can score them
-        judge = p.heads or (self._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
-        judge = judge or surrogate
-        searched, head = layer, found.head if judge is surrogate else judge.fit(layer)
-        # a costly (logistic) path confirms the moves at the penalty chosen for the searched
-        # layer, and chooses it again, near there, once for the layer they keep
-        full_path = judge
-        judge = judge.around(head.alpha, factor=1.0) if judge.costly else judge.around(head.alpha)
-        if self.linear_term or self.rescale_groups or self.align_frequencies or self.prune_relevances:
-            layer, head = refine_layer(
-                searched, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
-                search_alpha=found.alpha, generator=p.generator, linear_term=self.linear_term,
-                rescale_groups=self.rescale_groups,
-                sample_frequencies=KERNELS[self.kernel].sample_frequencies if self.align_frequencies else None,
-                prune=self.prune_relevances, settings=settings,
-                progress=lambda move: progress.stage(f"refinement: {move}"),
-            )
-            if full_path.costly and layer is not searched:
-                head = full_path.around(head.alpha).fit(layer)
-        return _Refined(found, layer, head, judge, full_path, surrogate)
 
     def _all_row_heads(self, problem, X, y, auto_alpha, surrogate_alpha):
         """The model's head fitter on the rows ``(X, y)`` (target tensor), without a validation split."""
@@ -493,15 +427,6 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                     stacklevel=4,
                 )
         return solver
-
-    @staticmethod
-    def _search_progress(progress):
-        def report(search, m, s, gcv, score):
-            progress.stage(f"search {search}, {m} rows, {s} features")
-            progress.step(f"search {search}, stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
-                          f"({progress.elapsed:.1f} s)", gcv=f"{gcv:.4g}", validation=f"{score:.4g}")
-
-        return report
 
     def _standardise(self, X):
         return (X - self._x_mean) / self._x_scale

@@ -1,0 +1,122 @@
+"""RFFNet's 'varpro' layer before the model's last steps: the relevance search, then the refinement moves.
+
+:func:`search_and_refine` runs the search of :mod:`rffkit._search` at one penalty and the
+moves of :mod:`rffkit._refine` on its layer, judged by the estimator's output heads
+(ridge or logistic, :mod:`rffkit._heads`). :func:`search_and_refine_retried` runs it
+again at larger penalties on a training split of a few thousand rows and keeps the
+lower validation loss: there a search at ten times the penalty can keep a weak pair of
+interacting inputs visible that the refinement then resolves, where at the default
+penalty it sinks among the irrelevant inputs; before the moves the two searched layers
+score alike on validation, so the choice waits for them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ._heads import RidgeHeads
+from ._refine import refine_layer
+from ._search import SearchResult, search_relevances
+from .kernels import KERNELS
+from .layers import ARDRandomFourierFeatures
+
+__all__ = ["Refined", "search_and_refine", "search_and_refine_retried"]
+
+
+class Refined(NamedTuple):
+    """One run of the relevance search and the refinement moves."""
+
+    found: SearchResult
+    layer: ARDRandomFourierFeatures
+    head: object
+    #: The heads that judged the moves (near the searched layer's penalty).
+    judge: object
+    #: The same heads over the whole penalty grid.
+    full_path: object
+    #: Ridge heads on the least-squares target.
+    surrogate: RidgeHeads
+
+    @property
+    def validation_loss(self):
+        """The kept model's mean per-sample validation loss, as its judge measures it."""
+        return float(self.judge.validation_losses(self.head, self.layer).mean())
+
+
+def _search_progress(progress):
+    def report(search, m, s, gcv, score):
+        progress.stage(f"search {search}, {m} rows, {s} features")
+        progress.step(f"search {search}, stage m={m} s={s}: GCV {gcv:.5f}, validation MSE {score:.5f} "
+                      f"({progress.elapsed:.1f} s)", gcv=f"{gcv:.4g}", validation=f"{score:.4g}")
+
+    return report
+
+
+def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, progress):
+    """The relevance search of ``layer`` at ``alpha``, then the refinement moves: a :class:`Refined`.
+
+    ``p`` is the fit's :class:`~rffkit._rffnet_base._Problem`, ``y_train`` and ``y_val``
+    the least-squares targets the search fits; ``layer`` is the starting layer, which the
+    search leaves holding its relevances.
+    """
+    settings = estimator._settings
+    found = search_relevances(
+        layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
+        max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
+        generator=p.generator, relevance_penalty=estimator.relevance_penalty, settings=settings,
+        progress=_search_progress(progress),
+    )
+    surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
+                           alphas=settings.alpha_grid)
+    # the output heads judge the moves when a validation split can score them
+    judge = p.heads or (estimator._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
+    judge = judge or surrogate
+    searched, head = layer, found.head if judge is surrogate else judge.fit(layer)
+    # a costly (logistic) path confirms the moves at the penalty chosen for the searched
+    # layer, and chooses it again, near there, once for the layer they keep
+    full_path = judge
+    judge = judge.around(head.alpha, factor=1.0) if judge.costly else judge.around(head.alpha)
+    moves = (estimator.linear_term, estimator.rescale_groups, estimator.align_frequencies, estimator.prune_relevances)
+    if any(moves):
+        aligner = KERNELS[estimator.kernel].sample_frequencies if estimator.align_frequencies else None
+        layer, head = refine_layer(
+            searched, p.X_train, y_train, p.X_val, y_val, head, heads=judge,
+            search_alpha=found.alpha, generator=p.generator, linear_term=estimator.linear_term,
+            rescale_groups=estimator.rescale_groups, sample_frequencies=aligner,
+            prune=estimator.prune_relevances, settings=settings,
+            progress=lambda move: progress.stage(f"refinement: {move}"),
+        )
+        if full_path.costly and layer is not searched:
+            head = full_path.around(head.alpha).fit(layer)
+    return Refined(found, layer, head, judge, full_path, surrogate)
+
+
+def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, progress):
+    """:func:`search_and_refine` of ``p.layer`` at ``alpha`` and, where it applies, again at larger penalties.
+
+    With ``alpha='auto'``, a validation split, no streamed heads, more than
+    ``settings.first_stage_rows`` training rows and at most ``settings.refined_retry_rows``
+    rows the fit stands for (``p.n_train_rows``: a streamed fit's sample stands for more),
+    the run is repeated at ``alpha`` times each of ``settings.refined_retry_factors``,
+    from the same start and the same generator draws, and the lowest validation loss
+    wins (the first run on ties). The generator is left as after the kept run, so a
+    kept first run is the fit without retries, to the bit.
+    """
+    settings = estimator._settings
+    retry = (auto_alpha and p.X_val is not None and p.heads is None
+             and p.X_train.shape[0] > settings.first_stage_rows
+             and (p.n_train_rows or p.X_train.shape[0]) <= settings.refined_retry_rows)
+    start = p.layer.replace(relevances=p.layer.relevances.detach().clone()) if retry else None
+    draws = p.generator.get_state()
+    kept = search_and_refine(estimator, p, p.layer, y_train, y_val, alpha, auto_alpha, progress)
+    if not retry:
+        return kept
+    kept_loss, after = kept.validation_loss, p.generator.get_state()
+    for factor in settings.refined_retry_factors:
+        p.generator.set_state(draws)  # the same screening rows and candidate frequencies
+        layer = start.replace(relevances=start.relevances.detach().clone())
+        other = search_and_refine(estimator, p, layer, y_train, y_val, factor * alpha, auto_alpha, progress)
+        loss = other.validation_loss
+        if loss < kept_loss:
+            kept, kept_loss, after = other, loss, p.generator.get_state()
+    p.generator.set_state(after)
+    return kept
