@@ -100,18 +100,22 @@ and `bench_scale.py` and `bench_rffnet_classifier.py` print a line per fit inste
 """
 
 
-def first_table(text):
-    """The first heading (demoted to ###) and the first markdown table of a file."""
-    lines = text.splitlines()
-    heading = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), "")
-    table, inside = [], False
-    for line in lines:
+def tables(text):
+    """Every markdown table of a file, in order (a table: consecutive lines starting with '|')."""
+    found, table = [], []
+    for line in text.splitlines() + [""]:
         if line.startswith("|"):
             table.append(line)
-            inside = True
-        elif inside:
-            break
-    return heading, "\n".join(table)
+        elif table:
+            found.append("\n".join(table))
+            table = []
+    return found
+
+
+def first_table(text):
+    """The first heading (demoted to ###) and the first markdown table of a file."""
+    heading = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")), "")
+    return heading, next(iter(tables(text)), "")
 
 
 def tables_under(text, marker):
@@ -310,14 +314,7 @@ def _real(results):
 
 def _gp(results):
     """RFFNet against the exact ARD Gaussian process, from gp.md's table of means (its second table)."""
-    blocks, block = [], []
-    for line in (results / "gp.md").read_text().splitlines() + [""]:
-        if line.startswith("|"):
-            block.append(line)
-        elif block:
-            blocks.append("\n".join(block))
-            block = []
-    rows = table_rows(blocks[1])
+    rows = table_rows(tables((results / "gp.md").read_text())[1])
     net, gp = _row(rows, method="rffnet"), _row(rows, method="exact_gp")
     return (
         f"**Against an exact Gaussian process** with the same ARD kernel (GPyTorch, marginal likelihood): on SE1 "
