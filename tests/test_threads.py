@@ -178,6 +178,7 @@ def test_busy_cores_sees_a_spinning_process():
 
 def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch_threads, spy, monkeypatch):
     """Torch gets the threads; NumPy's and SciPy's BLAS one, but for a Gram matrix above the threshold."""
+    import rffkit._dense as dense
     import rffkit._ridge as ridge
 
     X, y = _data()
@@ -186,7 +187,7 @@ def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch
     assert spy and all(threads == 2 and blas <= {1} for threads, blas in spy), spy
 
     seen = []
-    original = ridge.large_blas_call
+    original = dense.large_blas_call
 
     def blas():
         return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
@@ -197,12 +198,12 @@ def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch
             seen.append(blas())
             yield
 
-    monkeypatch.setattr(ridge, "large_blas_call", spying_call)
+    monkeypatch.setattr(dense, "large_blas_call", spying_call)
     Z = torch.randn(2000, 80, dtype=torch.float64)  # 1.3e7 multiply-adds: syrk, below the threaded size
     with rffkit.config_context(n_threads=2), guards.limited_threads():
         small = ridge.gram_matrix(Z)
         assert seen == [] and blas() == {1}
-        monkeypatch.setattr(ridge, "_SYRK_THREADED_WORK", 1e7)
+        monkeypatch.setattr(dense, "_THREADED_WORK", 1e7)
         large = ridge.gram_matrix(Z)
         assert seen == [{2}] and blas() == {1}
     torch.testing.assert_close(small, Z.T @ Z)

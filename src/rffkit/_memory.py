@@ -122,11 +122,12 @@ def _srff_fit(estimator, n, p, itemsize):
 
 
 def _rffnet_fit(estimator, n, p, itemsize):
-    """Measured peaks of the process (``ru_maxrss``, which also counts memory the allocator
-    keeps): 'varpro' holds about 14 bytes per n x D entry in its search and head (24 for the
-    classifier's heads), plus a little per n x p x D product of the relevance gradient, and
-    its refinement moves about 100 bytes per D x D entry (Gram matrices and factors of
-    candidate heads; 120 for the classifier); the peak is the larger."""
+    """Measured peaks of the process (its high-water mark, which also counts memory the
+    allocator keeps): 'varpro' holds about 18 bytes per n x D entry in its search and head
+    (24 for the classifier's heads), plus a little per n x p x D product of the relevance
+    gradient, and its refinement moves about 50 bytes per D x D entry (Gram matrices and
+    factors of candidate heads; 120 for the classifier); the peak is the larger. Adam holds
+    the features of the validation rows and of a few batches, about three copies each."""
     from ._search import default_n_components, varpro_n_components
 
     n_train = n
@@ -142,11 +143,11 @@ def _rffnet_fit(estimator, n, p, itemsize):
     if varpro:
         classifier = not estimator._supports_varpro or type(estimator).__name__.endswith("Classifier")
         moves = estimator.rescale_groups or estimator.align_frequencies or estimator.prune_relevances
-        search = (24.0 if classifier else 14.0) * n * D + 0.1 * n * p * D
-        refine = (120.0 if classifier else 100.0 if moves else 60.0) * D * D
+        search = (24.0 if classifier else 18.0) * n * D + 0.1 * n * p * D
+        refine = (120.0 if classifier else 50.0 if moves else 30.0) * D * D
         return max(search, refine), f"n x D feature matrices and D x D Gram matrices (D={D})", "lower n_components"
     batch = min(int(estimator.batch_size), n)
-    needed = 2.0 * n * p * 8 + 4.0 * (n - n_train + 3 * batch) * D * 4
+    needed = 2.0 * n * p * 8 + 3.0 * (n - n_train + 3 * batch) * D * 4
     return needed, f"feature matrices of the validation rows and the batches (D={D})", (
         "lower n_components or batch_size"
     )

@@ -53,6 +53,7 @@ import math
 import numpy as np
 import torch
 
+from ._dense import cos, matmul, sin
 from ._heads import RidgeHeads
 from ._ridge import fit_ridge_head
 from ._search import screening_n_components
@@ -124,10 +125,14 @@ def target_spectrum(X, y, frequencies, *, block_bytes=2**26):
     yc = (y - y.mean(dim=0)) / n
     columns = max(1, block_bytes // (n * X.element_size()))
     cos_sums, sin_sums = [], []
+    # the two blocks are views of one buffer: a fresh n x k pair per block cost its page faults
+    buffer = torch.empty(2 * n * min(columns, frequencies.shape[1]), dtype=X.dtype, device=X.device)
     for block in frequencies.split(columns, dim=1):
-        projection = X @ block
-        sin_sums.append(torch.sin(projection).T @ yc)
-        cos_sums.append(projection.cos_().T @ yc)
+        size = n * block.shape[1]
+        projection = matmul(X, block, out=buffer[:size].view(n, block.shape[1]))
+        sines = sin(projection, out=buffer[size : 2 * size].view(n, block.shape[1]))
+        sin_sums.append(matmul(sines.T, yc))
+        cos_sums.append(matmul(cos(projection, out=projection).T, yc))
     return torch.cat(cos_sums), torch.cat(sin_sums)
 
 
@@ -300,7 +305,8 @@ def refine_layer(
         if settings.screen_subsample_features:
             k = min(candidate.n_components, screening_n_components(X_rows.shape[0], settings))
         Z_val = None if X_val is None else candidate(X_val, k)
-        return fit_ridge_head(candidate(X_rows, k), y_rows, Z_val, y_val, search_alpha, settings.alpha_grid).score
+        return fit_ridge_head(candidate(X_rows, k), y_rows, Z_val, y_val, search_alpha, settings.alpha_grid,
+                              overwrite_z=True).score
 
     loss = heads.validation_losses(head, layer)
     if linear_term and not layer.has_linear:

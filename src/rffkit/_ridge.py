@@ -17,13 +17,12 @@ of a random-feature model with its penalty chosen along a path
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ._guards import large_blas_call
+from ._dense import cholesky_solve_upper, matmul, on_cpu, syrk_upper
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
@@ -34,11 +33,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RidgeSolution:
-    """Coefficients ``coef`` (D,) or (D, T), ``intercept`` and the Cholesky factor (or None)."""
+    """Coefficients ``coef`` (D,) or (D, T) and ``intercept``."""
 
     coef: torch.Tensor
     intercept: torch.Tensor
-    factor: torch.Tensor | None
 
 
 @dataclass(frozen=True)
@@ -65,21 +63,6 @@ class RidgeHead:
 
 #: Below this many multiply-adds a Gram matrix is one plain product (SYRK's set-up does not pay).
 _SYRK_MIN_WORK = 1e7
-#: From this many multiply-adds ``syrk`` runs on all of rffkit's threads, below on one (see large_blas_call).
-_SYRK_THREADED_WORK = 1e10
-
-
-def _syrk_upper(Z):
-    """The upper triangle of ``Z^T Z`` (what is below it is zero) by BLAS ``syrk``, for a CPU float tensor."""
-    from scipy.linalg.blas import dsyrk, ssyrk
-
-    array = Z.detach().numpy()
-    if not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
-    # a C-ordered (n, D) array is the Fortran-ordered (D, n) Z^T: syrk forms Z^T (Z^T)^T without a copy
-    large = float(array.shape[0]) * array.shape[1] ** 2 >= _SYRK_THREADED_WORK
-    with large_blas_call() if large else nullcontext():
-        return torch.from_numpy((ssyrk if Z.dtype == torch.float32 else dsyrk)(1.0, array.T, trans=0, lower=0))
 
 
 def _mirrored(upper):
@@ -93,12 +76,12 @@ class _Gram(torch.autograd.Function):
     @staticmethod
     def forward(ctx, Z):
         ctx.save_for_backward(Z)
-        return _mirrored(_syrk_upper(Z))
+        return _mirrored(torch.from_numpy(syrk_upper(Z)))
 
     @staticmethod
     def backward(ctx, grad):
         (Z,) = ctx.saved_tensors
-        return Z @ (grad + grad.T)
+        return matmul(Z, grad + grad.T)
 
 
 def gram_matrix(Z, *, upper_only=False):
@@ -113,20 +96,42 @@ def gram_matrix(Z, *, upper_only=False):
     allows (rffkit's entry points set them, see :mod:`rffkit.config`).
     """
     n, D = Z.shape
-    if Z.device.type != "cpu" or Z.dtype not in (torch.float32, torch.float64) or float(n) * D * D < _SYRK_MIN_WORK:
+    if not on_cpu(Z) or float(n) * D * D < _SYRK_MIN_WORK:
         return Z.T @ Z
     if torch.is_grad_enabled() and Z.requires_grad:
         return _Gram.apply(Z)
-    upper = _syrk_upper(Z)
+    upper = torch.from_numpy(syrk_upper(Z))
     return upper if upper_only else _mirrored(upper)
 
 
-def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
+def _lapack_solve_centred(Zc, yc, alpha, per_sample):
+    """The coefficients of :func:`_solve_centred` in float64 by ``syrk``, ``potrf`` and ``potrs`` on
+    the upper triangle, with one ``D x D`` float64 array for the system and its factor; None
+    when the system is not numerically positive definite."""
+    n, D = Zc.shape
+    system = syrk_upper(Zc).astype(np.float64, order="F")
+    rhs = matmul(Zc.T, yc.reshape(n, -1)).double().numpy()
+    if per_sample:
+        system *= 1.0 / n
+        rhs *= 1.0 / n
+    system.flat[:: D + 1] += alpha
+    coef = cholesky_solve_upper(system, rhs)
+    return None if coef is None else torch.from_numpy(coef).reshape((D, *yc.shape[1:]))
+
+
+def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype, *, need_factor=False):
     """``(coef, factor)`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
 
     The products run in the dtype of ``Zc``, the ``D x D`` solve in ``solve_dtype``
-    (None: the same); ``factor`` is None when the least-squares fallback ran.
+    (None: the same). ``factor``, the lower Cholesky factor, is None when the
+    least-squares fallback ran, and unless ``need_factor`` also when the solve ran on
+    LAPACK (a large CPU problem solved in float64 without a gradient).
     """
+    if (not need_factor and solve_dtype == torch.float64 and on_cpu(Zc, yc) and float(Zc.shape[0]) * Zc.shape[1] ** 2 >= _SYRK_MIN_WORK
+            and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad))):
+        coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
+        if coef is not None:
+            return coef.to(Zc.dtype), None
     gram, rhs = gram_matrix(Zc), Zc.T @ yc
     if solve_dtype is not None:
         gram, rhs = gram.to(solve_dtype), rhs.to(solve_dtype)
@@ -142,7 +147,7 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
     return coef.reshape(rhs.shape).to(Zc.dtype), factor
 
 
-def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_intercept=True):
+def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_intercept=True, overwrite_z=False):
     """Minimise ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` over ``beta`` and ``c``.
 
     Parameters
@@ -159,19 +164,22 @@ def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_
         solved in this dtype (None: that of ``Z``).
     fit_intercept : bool, default=True
         Centre ``Z`` and ``y`` (unpenalised intercept); otherwise ``c = 0``.
+    overwrite_z : bool, default=False
+        Centre ``Z`` in place (a caller's temporary, not needing a gradient) instead of
+        in a copy.
 
     Returns
     -------
     RidgeSolution
-        ``coef`` and ``intercept`` in the dtype of ``Z``; ``factor`` is the lower
-        Cholesky factor (None when the least-squares fallback ran).
+        ``coef`` and ``intercept`` in the dtype of ``Z``.
     """
     if not fit_intercept:
-        coef, factor = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
-        return RidgeSolution(coef, torch.zeros(coef.shape[1:], dtype=Z.dtype, device=Z.device), factor)
+        coef, _ = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
+        return RidgeSolution(coef, torch.zeros(coef.shape[1:], dtype=Z.dtype, device=Z.device))
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    coef, factor = _solve_centred(Z - z_mean, y - y_mean, alpha, per_sample, solve_dtype)
-    return RidgeSolution(coef, y_mean - z_mean @ coef, factor)
+    coef, _ = _solve_centred(Z.sub_(z_mean) if overwrite_z else Z - z_mean, y - y_mean, alpha, per_sample,
+                             solve_dtype)
+    return RidgeSolution(coef, y_mean - z_mean @ coef)
 
 
 def gcv_score(Z, y, alpha):
@@ -191,7 +199,7 @@ def gcv_score(Z, y, alpha):
     m, s = Z.shape
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc, yc = Z - z_mean, y - y_mean
-    coef, factor = _solve_centred(Zc, yc, alpha, True, torch.float64)
+    coef, factor = _solve_centred(Zc, yc, alpha, True, torch.float64, need_factor=True)
     intercept = y_mean - z_mean @ coef
     if factor is None:
         return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, intercept
@@ -269,8 +277,11 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z - z_mean
-    gram = gram_matrix(Zc).double() / n
-    rhs = (Zc.T @ (y - y_mean)).double() / n
+    if on_cpu(Zc) and float(n) * Zc.shape[1] ** 2 >= _SYRK_MIN_WORK:  # the upper triangle only
+        gram = torch.from_numpy(syrk_upper(Zc).astype(np.float64, order="F")).mul_(1.0 / n)
+    else:
+        gram = gram_matrix(Zc).double() / n
+    rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
     del Zc
 
     def validation_mse(coef, intercept):
@@ -322,26 +333,44 @@ def walk_ridge_alpha_by_blocks(features, X, y, X_val, y_val, alphas, start, *, b
 def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
     """The walk of :func:`walk_ridge_alpha` on the centred ``gram`` and ``rhs`` (float64, divided
     by n); ``validation_mse(coef, intercept)`` scores a head. None when no penalty visited
-    scores finitely."""
+    scores finitely. ``gram`` is symmetric or, on the CPU, a Fortran-ordered tensor whose
+    upper triangle holds it."""
     grid = sorted(float(a) for a in alphas)
     k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
-    column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
     fits = {}
-    # one system and one factor for every penalty visited: a fresh D x D pair per step left
+    # one system (and factor) for every penalty visited: a fresh D x D pair per step left
     # the allocator's heap growing by one D x D block a step (blocks under glibc's 32 MiB
     # mmap limit, D up to about 2,000 in float64, are not handed back when freed)
-    system, factor = torch.empty_like(gram), torch.empty_like(gram)
-    info = torch.empty((), dtype=torch.int32, device=gram.device)
+    if gram.device.type == "cpu":
+        # LAPACK on the upper triangle, which a Fortran-ordered view of a C-ordered symmetric
+        # matrix also holds
+        array = gram.numpy()
+        upper = array if array.flags.f_contiguous else array.T
+        system, right = np.empty(upper.shape, order="F"), rhs.numpy()
+
+        def solve(alpha):
+            np.copyto(system, upper)
+            system.flat[:: upper.shape[0] + 1] += alpha
+            coef = cholesky_solve_upper(system, right)
+            return None if coef is None else torch.from_numpy(coef)
+    else:
+        column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
+        system, factor = torch.empty_like(gram), torch.empty_like(gram)
+        info = torch.empty((), dtype=torch.int32, device=gram.device)
+
+        def solve(alpha):
+            system.copy_(gram)
+            system.diagonal().add_(alpha)
+            torch.linalg.cholesky_ex(system, out=(factor, info))
+            return None if int(info) != 0 else torch.cholesky_solve(column, factor).reshape(rhs.shape)
 
     def score(j):
         if j not in fits:
-            system.copy_(gram)
-            system.diagonal().add_(grid[j])
-            torch.linalg.cholesky_ex(system, out=(factor, info))
-            if int(info) != 0:
+            coef = solve(grid[j])
+            if coef is None:
                 fits[j] = (math.inf, None, None)
             else:
-                coef = torch.cholesky_solve(column, factor).reshape(rhs.shape).to(z_mean.dtype)
+                coef = coef.to(z_mean.dtype)
                 intercept = y_mean - z_mean @ coef
                 mse = validation_mse(coef, intercept)
                 fits[j] = (mse if math.isfinite(mse) else math.inf, coef, intercept)
@@ -359,13 +388,15 @@ def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
 
 
 @torch.no_grad()
-def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None):
+def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z=False):
     """The ridge head on ``Z`` and its score.
 
     ``alpha='auto'`` chooses the penalty among ``alphas`` with
     :func:`select_ridge_alpha` or, given a ``start`` penalty and a validation split,
     with :func:`walk_ridge_alpha`; a number is used as given. The score is the mean
     squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
+    With ``overwrite_z`` a penalty given as a number may leave ``Z`` centred (see
+    :func:`solve_ridge`).
 
     Returns
     -------
@@ -378,6 +409,6 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None):
     if Z_val is None:
         score, coef, intercept = gcv_score(Z, y, alpha)
         return RidgeHead(alpha, coef, intercept, float(score))
-    solution = solve_ridge(Z, y, alpha)
+    solution = solve_ridge(Z, y, alpha, overwrite_z=overwrite_z)
     residual = Z_val @ solution.coef + solution.intercept - y_val
     return RidgeHead(alpha, solution.coef, solution.intercept, float((residual * residual).mean()))

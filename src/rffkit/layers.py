@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._dense import cos, matmul, sin
 from ._warp import piecewise_linear
 from .kernels import get_kernel
 
@@ -348,27 +349,26 @@ class ARDRandomFourierFeatures(nn.Module):
         # out-of-place chain (cos, sin, cat, scale) held four more n x D/2 copies
         in_place = not (torch.is_grad_enabled() and (x.requires_grad or self.relevances.requires_grad))
         linear = self.has_linear
-        if self.variant == "cos":
-            projection = torch.addmm(self.offsets[:k], trig, self.frequencies[:, :k])
-            if not in_place:
-                features = torch.cos(projection) * scale
-                return torch.cat([features, scaled], dim=1) if linear else features
-            if not linear:
-                return projection.cos_().mul_(scale)
-            features = torch.empty((x.shape[0], k + x.shape[1]), dtype=projection.dtype, device=projection.device)
-            torch.cos(projection, out=features[:, :k])
-            features[:, :k].mul_(scale)
-            features[:, k:] = scaled
-            return features
-        m = (k + 1) // 2  # the first m frequencies: nested like the 'cos' columns
-        projection = trig @ self.frequencies[:, :m]
-        if not in_place:
-            features = torch.cat([torch.cos(projection), torch.sin(projection)], dim=1)[:, :k] * scale
+        if not in_place:  # the same operations out of place, so that both give the same bits
+            if self.variant == "cos":
+                features = cos(matmul(trig, self.frequencies[:, :k]) + self.offsets[:k]) * scale
+            else:
+                m = (k + 1) // 2  # the first m frequencies: nested like the 'cos' columns
+                projection = matmul(trig, self.frequencies[:, :m])
+                features = torch.cat([cos(projection), sin(projection[:, : k - m])], dim=1) * scale
             return torch.cat([features, scaled], dim=1) if linear else features
-        features = torch.empty((x.shape[0], k + (x.shape[1] if linear else 0)), dtype=projection.dtype,
-                               device=projection.device)
-        torch.cos(projection, out=features[:, :m])
-        torch.sin(projection[:, : k - m], out=features[:, m:k])
+        if self.variant == "cos":
+            projection = matmul(trig, self.frequencies[:, :k]).add_(self.offsets[:k])
+            if not linear:
+                return cos(projection, out=projection).mul_(scale)
+        features = torch.empty((x.shape[0], k + (x.shape[1] if linear else 0)), dtype=trig.dtype, device=trig.device)
+        if self.variant == "cos":
+            cos(projection, out=features[:, :k])
+        else:
+            m = (k + 1) // 2
+            projection = matmul(trig, self.frequencies[:, :m])
+            cos(projection, out=features[:, :m])
+            sin(projection[:, : k - m], out=features[:, m:k])
         features[:, :k].mul_(scale)
         if linear:
             features[:, k:] = scaled

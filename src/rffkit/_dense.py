@@ -1,0 +1,200 @@
+"""Dense kernels of the fits on the CPU: products, Cholesky solves and cosines by SciPy and NumPy.
+
+The products and factorisations of a random-feature fit are a few BLAS and LAPACK
+calls on large matrices: the Gram matrix ``Z^T Z`` of an ``n x D`` feature matrix
+(``syrk``), products with it (``gemm``), the Cholesky factor of a ``D x D`` system
+(``potrf``, ``potrs``), and the cosines and sines of the ``n x D`` projections. On a
+CPU float tensor these run here on SciPy's BLAS and LAPACK and NumPy's vectorised
+``cos``/``sin``, in place where the caller owns the memory; elsewhere (a GPU, another
+dtype) on torch. Two reasons, both measured (1 thread, the AMD EPYC of
+``benchmarks/results``): torch's CPU build ships MKL, whose ``gemm`` ran an
+``8000 x 803`` by ``803 x 803`` float32 product at a third of OpenBLAS's rate
+(170 against 53 ms) and whose ``cos`` took 8.5 ms where NumPy's takes 3.5 ms on
+``8000 x 803`` values; and every fresh ``D x D`` or ``n x D`` temporary costs its page
+faults on first touch (a 30 MB copy took 40 ms), so a solve that writes its system,
+factor and features into buffers it already holds saves more than the flops.
+
+SciPy's BLAS threads follow :func:`rffkit._guards.large_blas_call` (one thread
+elsewhere inside rffkit's entry points, see :mod:`rffkit.config`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+
+from ._guards import large_blas_call
+
+__all__ = ["on_cpu", "syrk_upper", "matmul", "cholesky_solve_upper", "cos", "sin"]
+
+#: From this many multiply-adds a product runs on all of rffkit's threads, below on one.
+_THREADED_WORK = 1e10
+#: A product with a side shorter than this is a matrix-vector product in all but name, which
+#: torch's memory-bound kernel runs in a fifth of the time of OpenBLAS's ``gemm`` (that packs the
+#: large operand first: 19 ms against 3 ms for an ``8388 x 2000`` matrix by a vector).
+_GEMM_MIN_SIDE = 16
+
+
+def on_cpu(*tensors):
+    """Whether every tensor is a CPU float32 or float64 tensor of one dtype (the kernels here apply)."""
+    dtype = tensors[0].dtype
+    return all(t.device.type == "cpu" and t.dtype == dtype for t in tensors) and dtype in (torch.float32,
+                                                                                         torch.float64)
+
+
+def _threads(work):
+    return large_blas_call() if work >= _THREADED_WORK else nullcontext()
+
+
+def _torch_is_faster(work=0.0):
+    """Whether torch's kernel beats the single-threaded one here: torch runs on more than two
+    threads and the call is below the threaded size (NumPy's ``cos`` and OpenBLAS's ``gemm`` on
+    one thread take 0.4x and 0.6x the time of torch's on one, measured)."""
+    return work < _THREADED_WORK and torch.get_num_threads() > 2
+
+
+def _transposed(array):
+    """``(view, trans)`` such that ``op(view)`` is ``array^T`` with ``view`` Fortran-ordered (a copy only
+    when ``array`` is neither C- nor Fortran-ordered)."""
+    if array.flags.c_contiguous:
+        return array.T, 0
+    if array.flags.f_contiguous:
+        return array, 1
+    return np.ascontiguousarray(array).T, 0
+
+
+def syrk_upper(Z, out=None):
+    """The upper triangle of ``Z^T Z`` (diagonal included) by ``syrk``, as a Fortran-ordered array.
+
+    ``Z`` is a CPU float tensor of shape (n, D); the result has its dtype, and what lies
+    below the diagonal is unspecified. ``out``, a Fortran-ordered ``D x D`` array of that
+    dtype, receives it without a new allocation.
+    """
+    from scipy.linalg.blas import dsyrk, ssyrk
+
+    array = Z.detach().numpy()
+    view, trans = _transposed(array)  # Z^T = op(view): syrk forms op(view) op(view)^T
+    syrk = ssyrk if array.dtype == np.float32 else dsyrk
+    with _threads(float(array.shape[0]) * array.shape[1] ** 2):
+        if out is None:
+            return syrk(1.0, view, trans=trans, lower=0)
+        return syrk(1.0, view, beta=0.0, c=out, trans=trans, lower=0, overwrite_c=1)
+
+
+def _needs_grad(*tensors):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+class _Product(torch.autograd.Function):
+    """``a @ b`` with both products of the backward pass by :func:`matmul` too."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = matmul(grad, b.T) if ctx.needs_input_grad[0] else None
+        grad_b = matmul(a.T, grad) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+def matmul(a, b, out=None):
+    """``a @ b`` for 2-D tensors: by ``gemm`` on CPU float tensors (no copies of C- or Fortran-ordered
+    operands), by torch elsewhere; differentiable. ``out``, a C-ordered tensor of the result's shape
+    and dtype, receives the product (not with a gradient)."""
+    if not on_cpu(a, b) or a.ndim != 2 or b.ndim != 2 or (out is not None and not out.is_contiguous()):
+        return torch.matmul(a, b, out=out) if out is not None else a @ b
+    if (min(a.shape[0], b.shape[1]) < _GEMM_MIN_SIDE or a.shape[1] == 0
+            or _torch_is_faster(float(a.shape[0]) * a.shape[1] * b.shape[1])):
+        return torch.matmul(a, b, out=out) if out is not None else a @ b
+    if _needs_grad(a, b):
+        if out is not None:
+            raise RuntimeError("matmul: out= with a gradient")
+        return _Product.apply(a, b)
+    from scipy.linalg.blas import dgemm, sgemm
+
+    a_array, b_array = a.detach().numpy(), b.detach().numpy()
+    # (a b)^T = b^T a^T: a Fortran-ordered (k, m) result is the C-ordered (m, k) product
+    b_view, b_trans = _transposed(b_array)
+    a_view, a_trans = _transposed(a_array)
+    gemm = sgemm if a_array.dtype == np.float32 else dgemm
+    with _threads(float(a_array.shape[0]) * a_array.shape[1] * b_array.shape[1]):
+        if out is None:
+            return torch.from_numpy(gemm(1.0, b_view, a_view, trans_a=b_trans, trans_b=a_trans).T)
+        gemm(1.0, b_view, a_view, beta=0.0, c=out.numpy().T, trans_a=b_trans, trans_b=a_trans, overwrite_c=1)
+        return out
+
+
+def cholesky_solve_upper(system, rhs):
+    """Solve ``A x = rhs`` from the upper triangle of ``A``, factorised in place by ``potrf``.
+
+    ``system`` is a Fortran-ordered float64 ``D x D`` array holding ``A``'s upper
+    triangle (what is below is ignored); it is overwritten with the factor. ``rhs`` is
+    an array of shape (D,) or (D, T). Returns ``x`` (the shape of ``rhs``), or None when
+    ``A`` is not numerically positive definite.
+    """
+    from scipy.linalg.lapack import dpotrf, dpotrs
+
+    with _threads(system.shape[0] ** 3 / 3.0):
+        factor, info = dpotrf(system, lower=0, clean=0, overwrite_a=1)
+        if info != 0:
+            return None
+        column = rhs.reshape(rhs.shape[0], -1)
+        solution, info = dpotrs(factor, column, lower=0)
+    return solution.reshape(rhs.shape) if info == 0 else None
+
+
+class _Cosine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return cos(t)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (t,) = ctx.saved_tensors
+        return -grad * sin(t)
+
+
+class _Sine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return sin(t)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (t,) = ctx.saved_tensors
+        return grad * cos(t)
+
+
+def _elementwise(numpy_function, torch_function, function, t, out):
+    if _torch_is_faster():
+        return torch_function(t, out=out) if out is not None else torch_function(t)
+    if on_cpu(t) and _needs_grad(t):
+        if out is not None:
+            raise RuntimeError(f"{numpy_function.__name__}: out= with a gradient")
+        return function.apply(t)
+    if out is None:
+        out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    if on_cpu(t, out):
+        numpy_function(t.detach().numpy(), out=out.numpy())
+        return out
+    return torch_function(t, out=out)
+
+
+def cos(t, out=None):
+    """``torch.cos(t, out=out)``, differentiable (``out=t`` for in place): NumPy's vectorised cosine on
+    the CPU."""
+    return _elementwise(np.cos, torch.cos, _Cosine, t, out)
+
+
+def sin(t, out=None):
+    """``torch.sin(t, out=out)``, differentiable (``out=t`` for in place): NumPy's vectorised sine on
+    the CPU."""
+    return _elementwise(np.sin, torch.sin, _Sine, t, out)

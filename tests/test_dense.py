@@ -1,0 +1,110 @@
+"""The CPU kernels of rffkit._dense against torch's own operations."""
+
+import numpy as np
+import pytest
+import torch
+
+from rffkit import _dense as dense
+from rffkit._ridge import solve_ridge
+
+
+def _layouts(array):
+    """The same matrix C-ordered, Fortran-ordered, and as a strided slice."""
+    wide = torch.zeros(array.shape[0], 2 * array.shape[1], dtype=array.dtype)
+    wide[:, ::2] = array
+    return {"C": array.contiguous(), "F": array.T.contiguous().T, "strided": wide[:, ::2]}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("a_layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("b_layout", ["C", "F", "strided"])
+def test_matmul_equals_torch_for_every_layout(dtype, a_layout, b_layout):
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(40, 30, generator=generator, dtype=dtype)
+    b = torch.randn(30, 20, generator=generator, dtype=dtype)
+    product = dense.matmul(_layouts(a)[a_layout], _layouts(b)[b_layout])
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(product, a @ b, rtol=tolerance, atol=tolerance)
+    assert product.dtype == dtype and product.is_contiguous()
+    out = torch.full((40, 20), float("nan"), dtype=dtype)
+    assert dense.matmul(a, b, out=out) is out
+    torch.testing.assert_close(out, a @ b, rtol=tolerance, atol=tolerance)
+
+
+def test_matmul_takes_torch_for_a_vector_side_and_mixed_dtypes():
+    a, b = torch.randn(50, 30), torch.randn(30, 1)
+    torch.testing.assert_close(dense.matmul(a, b), a @ b)
+    with pytest.raises(RuntimeError):  # torch's own error, not a silent cast
+        dense.matmul(a, torch.randn(30, 20, dtype=torch.float64))
+
+
+def test_the_product_and_the_trigonometry_are_differentiable_like_torchs():
+    generator = torch.Generator().manual_seed(1)
+    a = torch.randn(40, 30, generator=generator, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(30, 20, generator=generator, dtype=torch.float64, requires_grad=True)
+    ours = (dense.cos(dense.matmul(a, b)) * dense.sin(dense.matmul(a, b))).sum()
+    grads = torch.autograd.grad(ours, (a, b))
+    theirs = (torch.cos(a @ b) * torch.sin(a @ b)).sum()
+    expected = torch.autograd.grad(theirs, (a, b))
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want)
+    torch.autograd.gradcheck(lambda x, y: dense.cos(dense.matmul(x, y)), (a[:20, :17], b[:17, :18]))
+
+
+def test_cos_and_sin_in_place_and_into_a_slice():
+    x = torch.linspace(-50.0, 50.0, 600).reshape(20, 30)
+    expected_cos, expected_sin = torch.cos(x), torch.sin(x)
+    out = torch.zeros(20, 40)
+    dense.sin(x, out=out[:, 5:35])
+    torch.testing.assert_close(out[:, 5:35], expected_sin, rtol=0, atol=1e-6)
+    assert torch.equal(out[:, :5], torch.zeros(20, 5))
+    assert dense.cos(x, out=x) is x
+    torch.testing.assert_close(x, expected_cos, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_syrk_upper_holds_the_gram_matrix_above_the_diagonal(dtype):
+    Z = torch.randn(60, 25, dtype=dtype)
+    expected = (Z.T @ Z).numpy()
+    tolerance = 1e-4 if dtype == torch.float32 else 1e-10
+    for layout in _layouts(Z).values():
+        upper = dense.syrk_upper(layout)
+        assert upper.flags.f_contiguous
+        np.testing.assert_allclose(np.triu(upper), np.triu(expected), rtol=tolerance, atol=tolerance)
+    out = np.empty((25, 25), dtype=upper.dtype, order="F")
+    assert dense.syrk_upper(Z, out=out) is out or np.shares_memory(dense.syrk_upper(Z, out=out), out)
+
+
+def test_cholesky_solve_upper_reads_the_upper_triangle_and_refuses_an_indefinite_system():
+    generator = np.random.default_rng(0)
+    A = generator.normal(size=(30, 12))
+    system = A.T @ A + np.eye(12)
+    rhs = generator.normal(size=(12, 2))
+    damaged = np.asfortranarray(np.triu(system) + np.tril(np.full((12, 12), 1e6), -1))  # garbage below
+    solution = dense.cholesky_solve_upper(damaged, rhs)
+    np.testing.assert_allclose(solution, np.linalg.solve(system, rhs), rtol=1e-10)
+    assert dense.cholesky_solve_upper(np.asfortranarray(-system), rhs) is None
+    vector = dense.cholesky_solve_upper(np.asfortranarray(system.copy()), rhs[:, 0])
+    assert vector.shape == (12,)
+
+
+def test_the_lapack_ridge_solve_equals_the_torch_one_and_falls_back_when_singular():
+    generator = torch.Generator().manual_seed(2)
+    Z = torch.randn(3000, 60, generator=generator)  # above the size where the LAPACK path runs
+    y = torch.randn(3000, generator=generator)
+    fast = solve_ridge(Z, y, 1e-3)
+    slow = solve_ridge(Z, y, 1e-3, solve_dtype=None)  # float32 torch solve
+    torch.testing.assert_close(fast.coef, slow.coef, rtol=1e-3, atol=1e-4)
+    centred = Z.clone()
+    in_place = solve_ridge(centred, y, 1e-3, overwrite_z=True)
+    assert torch.equal(in_place.coef, fast.coef)
+    torch.testing.assert_close(centred.mean(dim=0), torch.zeros(60), rtol=0, atol=1e-5)
+    # a rank-deficient Z at alpha = 0: Cholesky fails, least squares answers
+    singular = torch.cat([Z[:, :30], Z[:, :30]], dim=1).double()
+    solution = solve_ridge(singular, y.double(), 0.0)
+    assert torch.isfinite(solution.coef).all()
+    residual = singular @ solution.coef + solution.intercept - y.double()
+    reference = torch.linalg.lstsq(torch.cat([singular, torch.ones(3000, 1, dtype=torch.float64)], dim=1),
+                                   y.double()[:, None]).solution
+    best = torch.cat([singular, torch.ones(3000, 1, dtype=torch.float64)], dim=1) @ reference - y.double()[:, None]
+    assert float((residual**2).sum()) <= float((best**2).sum()) * (1 + 1e-8)
