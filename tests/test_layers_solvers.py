@@ -1,5 +1,7 @@
 """The ARD layer against the exact ARD kernel, and the solver numerics against naive references."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -98,6 +100,42 @@ def test_gcv_score_matches_the_hat_matrix_and_autograd():
     small = torch.as_tensor(Z[:20, :5]).requires_grad_(True)
     target = torch.as_tensor(y[:20])
     assert torch.autograd.gradcheck(lambda A: gcv_score(A, target, alpha)[0], (small,))
+
+
+def _backpropagated_gcv(Z, y, alpha):
+    """GCV by autograd through the Cholesky factor: the reference of the closed-form gradient."""
+    m, s = Z.shape
+    Zc, yc = Z - Z.mean(dim=0), y - y.mean(dim=0)
+    factor = torch.linalg.cholesky(Zc.T @ Zc / m + alpha * torch.eye(s, dtype=Z.dtype))
+    coef = torch.cholesky_solve((Zc.T @ yc / m).reshape(s, -1), factor).reshape(s, *y.shape[1:])
+    residual = Zc @ coef - yc
+    inverse_factor = torch.linalg.solve_triangular(factor, torch.eye(s, dtype=Z.dtype), upper=False)
+    df = s - alpha * (inverse_factor * inverse_factor).sum()
+    return (residual * residual).mean() / (1 - df / m) ** 2
+
+
+@pytest.mark.parametrize("m, s, targets", [(50, 12, None), (200, 150, 2), (3000, 70, None), (3000, 70, 3)])
+@pytest.mark.parametrize("alpha", [1e-3, 0.1])
+def test_the_closed_form_gcv_gradient_equals_backpropagation(m, s, targets, alpha):
+    """Small systems on torch, large ones (m s^2 >= 1e7) on LAPACK: the same score and gradient."""
+    generator = torch.Generator().manual_seed(m + s)
+    Z = torch.randn(m, s, dtype=torch.float64, generator=generator).requires_grad_(True)
+    shape = (m,) if targets is None else (m, targets)
+    y = torch.randn(*shape, dtype=torch.float64, generator=generator)
+    score, coef, intercept = gcv_score(Z, y, alpha)
+    assert not coef.requires_grad and not intercept.requires_grad and coef.shape == (s, *shape[1:])
+    (gradient,) = torch.autograd.grad(score, Z)
+    expected = _backpropagated_gcv(Z, y, alpha)
+    (expected_gradient,) = torch.autograd.grad(expected, Z)
+    torch.testing.assert_close(score.detach(), expected.detach(), rtol=1e-12, atol=0)
+    torch.testing.assert_close(gradient, expected_gradient, rtol=1e-10, atol=1e-12 * float(expected_gradient.abs().max()))
+
+
+def test_gcv_of_a_singular_system_is_infinite_with_least_squares_coefficients():
+    Z = torch.randn(3000, 40, dtype=torch.float64)
+    Z = torch.cat([Z, Z], dim=1).requires_grad_(True)  # rank 40 of 80, and alpha = 0
+    score, coef, _ = gcv_score(Z, torch.randn(3000, dtype=torch.float64), 0.0)
+    assert math.isinf(float(score.detach())) and torch.isfinite(coef).all()
 
 
 def test_select_ridge_alpha_matches_one_solve_per_alpha():

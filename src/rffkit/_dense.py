@@ -27,7 +27,7 @@ import torch
 
 from ._guards import large_blas_call
 
-__all__ = ["on_cpu", "syrk_upper", "matmul", "cholesky_solve_upper", "cos", "sin"]
+__all__ = ["on_cpu", "syrk_upper", "matmul", "cholesky_solve_upper", "spd_inverse_upper", "cos", "sin"]
 
 #: From this many multiply-adds a product runs on all of rffkit's threads, below on one.
 _THREADED_WORK = 1e10
@@ -147,6 +147,25 @@ def cholesky_solve_upper(system, rhs):
         column = rhs.reshape(rhs.shape[0], -1)
         solution, info = dpotrs(factor, column, lower=0)
     return solution.reshape(rhs.shape) if info == 0 else None
+
+
+def spd_inverse_upper(system):
+    """``A^-1`` (symmetric, whole) from the upper triangle of ``A`` by ``potrf`` and ``potri``.
+
+    ``system`` is a Fortran-ordered float64 array, overwritten. None when ``A`` is not
+    numerically positive definite.
+    """
+    from scipy.linalg.lapack import dpotrf, dpotri
+
+    with _threads(system.shape[0] ** 3):
+        factor, info = dpotrf(system, lower=0, clean=0, overwrite_a=1)
+        if info != 0:
+            return None
+        inverse, info = dpotri(factor, lower=0, overwrite_c=1)
+    if info != 0:
+        return None
+    upper = np.triu(inverse)
+    return upper + np.triu(inverse, 1).T
 
 
 class _Cosine(torch.autograd.Function):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._dense import cholesky_solve_upper, matmul, on_cpu, syrk_upper
+from ._dense import cholesky_solve_upper, matmul, on_cpu, spd_inverse_upper, syrk_upper
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
@@ -182,33 +182,91 @@ def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_
     return RidgeSolution(coef, y_mean - z_mean @ coef)
 
 
+def _spd_inverse(Zc, alpha):
+    """``(Zc^T Zc / m + alpha I)^-1`` in float64, or None when it is not numerically positive definite."""
+    m, s = Zc.shape
+    if on_cpu(Zc) and float(m) * s * s >= _SYRK_MIN_WORK:
+        system = syrk_upper(Zc).astype(np.float64, order="F")
+        system *= 1.0 / m
+        system.flat[:: s + 1] += alpha
+        inverse = spd_inverse_upper(system)
+        return None if inverse is None else torch.from_numpy(inverse)
+    system = gram_matrix(Zc).double() / m
+    system.diagonal().add_(alpha)
+    factor, info = torch.linalg.cholesky_ex(system)
+    return None if int(info) != 0 else torch.cholesky_inverse(factor)
+
+
+class _GCV(torch.autograd.Function):
+    """:func:`gcv_score` with its gradient in ``Z`` in closed form (derivation in its docstring)."""
+
+    @staticmethod
+    def forward(ctx, Z, y, alpha):
+        m, s = Z.shape
+        z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+        Zc, yc = Z - z_mean, y - y_mean
+        targets = yc.reshape(m, -1)
+        inverse = _spd_inverse(Zc, alpha)
+        if inverse is None:  # the least-squares fallback's coefficients, and no finite score
+            coef, _ = _solve_centred(Zc, yc, alpha, True, torch.float64)
+            ctx.finite = False
+            return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, y_mean - z_mean @ coef
+        B = inverse @ (matmul(Zc.T, targets).double() / m)
+        coef = B.to(Z.dtype)
+        residual = matmul(Zc, coef) - targets
+        mse = (residual * residual).mean()
+        df = s - alpha * float(inverse.diagonal().sum())
+        score = mse / (1.0 - df / m) ** 2
+        ctx.finite, ctx.alpha, ctx.mse, ctx.shrink = True, alpha, float(mse), 1.0 - df / m
+        ctx.save_for_backward(Zc, residual, inverse, B)
+        coef = coef.reshape(s, *y.shape[1:])
+        intercept = y_mean - z_mean @ coef
+        ctx.mark_non_differentiable(coef, intercept)
+        return score.to(Z.dtype), coef, intercept
+
+    @staticmethod
+    def backward(ctx, grad_score, grad_coef, grad_intercept):
+        if not ctx.finite:
+            return None, None, None
+        Zc, residual, inverse, B = ctx.saved_tensors
+        m, k = residual.shape
+        alpha, q = ctx.alpha, ctx.shrink
+        V = inverse @ B
+        fit_weight = 2.0 / (m * k * q * q)  # d mse / d Zc, divided by (1 - df / m)^2
+        df_weight = 4.0 * alpha * ctx.mse / (m * m * q**3)  # through df
+        inner = matmul(inverse, inverse).mul_(df_weight).add_(V @ B.T, alpha=fit_weight * alpha)
+        outer = fit_weight * (B + alpha * V)
+        grad = matmul(Zc, inner.to(Zc.dtype)) + residual @ outer.T.to(Zc.dtype)
+        grad -= grad.mean(dim=0)  # through the centring
+        return grad * grad_score.to(grad.dtype), None, None
+
+
 def gcv_score(Z, y, alpha):
-    """Generalised cross-validation score of the ridge fit on ``Z`` (differentiable).
+    """Generalised cross-validation score of the ridge fit on ``Z`` (differentiable in ``Z``).
 
     ``GCV = mean(r^2) / (1 - df / m)^2`` with ``df = tr(Z (Z^T Z + m alpha I)^-1 Z^T)``
     (Golub, Heath & Wahba, 1979) and ``r`` the ridge residuals: the training error
     inflated by the effective number of parameters, a rotation-invariant estimate of
     the leave-one-out error. Unlike the training objective it does not reward
     relevances that let the features fit noise when ``m`` is not much larger than
-    ``D``. ``df = D - alpha ||L^-1||_F^2`` from the Cholesky factor ``L`` of
-    ``Zc^T Zc / m + alpha I``.
+    ``D``. With ``S = (Zc^T Zc / m + alpha I)^-1``, ``df = D - alpha tr(S)``.
 
-    Returns ``(score, coef, intercept)``; ``score`` is ``inf`` when the system could
-    not be factorised.
+    The gradient in the centred ``Zc`` is written out rather than back-propagated
+    through the factorisation: with ``B = S Zc^T Y / m`` the coefficients, ``R`` the
+    residuals (``m x k``), ``V = S B`` and ``q = 1 - df / m``, the envelope theorem
+    gives ``d(||R||^2 / m) = (2 / m) <R (B + alpha V)^T + alpha Zc V B^T, dZc>``, and
+    ``d tr(S) = -(2 / m) <Zc S^2, dZc>``, so
+
+        dGCV/dZc = 2 / (m k q^2) (R (B + alpha V)^T + alpha Zc V B^T) + 4 alpha mse / (m^2 q^3) Zc S^2,
+
+    one ``m x D x D`` product and a ``D x D`` inverse, where back-propagation through
+    the Cholesky factor took several ``D^3`` triangular solves and products; the
+    gradient in ``Z`` is that in ``Zc`` less its column means.
+
+    Returns ``(score, coef, intercept)`` (``coef`` and ``intercept`` without a
+    gradient); ``score`` is ``inf`` when the system could not be factorised.
     """
-    m, s = Z.shape
-    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    Zc, yc = Z - z_mean, y - y_mean
-    coef, factor = _solve_centred(Zc, yc, alpha, True, torch.float64, need_factor=True)
-    intercept = y_mean - z_mean @ coef
-    if factor is None:
-        return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, intercept
-    residual = Zc @ coef - yc
-    eye = torch.eye(s, dtype=factor.dtype, device=Z.device)
-    inverse_factor = torch.linalg.solve_triangular(factor, eye, upper=False)
-    df = s - alpha * (inverse_factor * inverse_factor).sum()
-    score = (residual * residual).mean() / (1.0 - df / m) ** 2
-    return score.to(Z.dtype), coef, intercept
+    return _GCV.apply(Z, y, alpha)
 
 
 @torch.no_grad()

@@ -4,8 +4,8 @@ For fixed relevances ``lambda`` the ridge coefficients of objective (10) of Otto
 Izbicki (2022) with the squared loss are a closed-form function of ``lambda``, so
 ``beta`` is eliminated (variable projection, Golub & Pereyra, 1973) and only
 ``lambda`` is optimised, on the GCV score of the ridge fit
-(:func:`rffkit._ridge.gcv_score`, exact gradient by back-propagation: by the envelope
-theorem the gradient at the optimal ``beta`` needs no derivative of ``beta``), by
+(:func:`rffkit._ridge.gcv_score`, whose exact gradient in the features is written out
+by the envelope theorem and back-propagated through the features to ``lambda``), by
 SciPy's L-BFGS-B. The search runs coarse to fine on nested subsamples of ``m`` rows
 with ``s = floor(sqrt(m) log m)`` features (the default rule of Li et al., 2018), each
 stage starting from the best relevances so far.
