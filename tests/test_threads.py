@@ -179,7 +179,6 @@ def test_busy_cores_sees_a_spinning_process():
 def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch_threads, spy, monkeypatch):
     """Torch gets the threads; NumPy's and SciPy's BLAS one, but for a Gram matrix above the threshold."""
     import rffkit._dense as dense
-    import rffkit._ridge as ridge
 
     X, y = _data()
     with rffkit.config_context(n_threads=2):
@@ -201,14 +200,14 @@ def test_the_blas_runs_on_one_thread_beside_torchs_except_for_a_large_gram(torch
     monkeypatch.setattr(dense, "large_blas_call", spying_call)
     Z = torch.randn(2000, 80, dtype=torch.float64)  # 1.3e7 multiply-adds: syrk, below the threaded size
     with rffkit.config_context(n_threads=2), guards.limited_threads():
-        small = ridge.gram_matrix(Z)
+        small = dense.gram_matrix(Z)
         assert seen == [] and blas() == {1}
         monkeypatch.setattr(dense, "_THREADED_WORK", 1e7)
-        large = ridge.gram_matrix(Z)
+        large = dense.gram_matrix(Z)
         assert seen == [{2}] and blas() == {1}
     torch.testing.assert_close(small, Z.T @ Z)
     torch.testing.assert_close(large, Z.T @ Z)
     seen.clear()
     with rffkit.config_context(n_threads="inherit"), guards.limited_threads():
-        ridge.gram_matrix(Z)  # no limits under 'inherit': the BLAS keeps its own count
+        dense.gram_matrix(Z)  # no limits under 'inherit': the BLAS keeps its own count
     assert seen == [blas()]

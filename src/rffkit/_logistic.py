@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._dense import gram_matrix, matmul
 from ._guards import blas_threads
 from ._logistic_newton import newton_is_cheaper, newton_logistic
 
@@ -313,14 +314,14 @@ def logistic_spectrum(Z, *, relative_floor=1e-10):
     Zc = (Z - mean).double()
     n, D = Zc.shape
     if D <= n:
-        s, V = torch.linalg.eigh(Zc.T @ Zc)
+        s, V = torch.linalg.eigh(gram_matrix(Zc))
         keep = s > relative_floor * s.max().clamp_min(1e-300)
         s, V = s[keep], V[:, keep]
     else:
-        s, U = torch.linalg.eigh(Zc @ Zc.T)
+        s, U = torch.linalg.eigh(gram_matrix(Zc.T))
         keep = s > relative_floor * s.max().clamp_min(1e-300)
         s, U = s[keep], U[:, keep]
-        V = (Zc.T @ U) / s.sqrt()
+        V = matmul(Zc.T, U) / s.sqrt()
     return LogisticSpectrum(mean, s, V)
 
 
@@ -345,7 +346,7 @@ class _PrincipalProblem:
     def __init__(self, Z, labels, n_classes, spectrum, *, max_iter, tol, relative_floor):
         self.dtype = torch.float64
         self.spectrum = spectrum
-        self.G = (Z - spectrum.mean).to(self.dtype) @ spectrum.eigenvectors
+        self.G = matmul((Z - spectrum.mean).to(self.dtype), spectrum.eigenvectors)
         self.labels = torch.as_tensor(labels, device=Z.device)
         self.target = _as_target(self.labels, n_classes, self.dtype, Z.device)
         self.n_out = 1 if n_classes == 2 else n_classes

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._dense import cholesky_solve_upper, matmul, on_cpu, spd_inverse_upper, syrk_upper
+from ._dense import (
+    SYRK_MIN_WORK, cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_upper,
+)
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
@@ -61,49 +63,6 @@ class RidgeHead:
         return ((self.predict(Z) - y) ** 2).sum(dim=1)
 
 
-#: Below this many multiply-adds a Gram matrix is one plain product (SYRK's set-up does not pay).
-_SYRK_MIN_WORK = 1e7
-
-
-def _mirrored(upper):
-    return torch.triu(upper) + torch.triu(upper, diagonal=1).T
-
-
-class _Gram(torch.autograd.Function):
-    """``Z^T Z`` by ``syrk`` with the gradient ``Z (G + G^T)``: one product back, where autograd's
-    ``Z.T @ Z`` takes two (one per operand) after a forward product of twice the flops."""
-
-    @staticmethod
-    def forward(ctx, Z):
-        ctx.save_for_backward(Z)
-        return _mirrored(torch.from_numpy(syrk_upper(Z)))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (Z,) = ctx.saved_tensors
-        return matmul(Z, grad + grad.T)
-
-
-def gram_matrix(Z, *, upper_only=False):
-    """``Z^T Z`` in the dtype of ``Z``, by BLAS ``syrk`` on the CPU: half the flops of ``Z.T @ Z``.
-
-    ``syrk`` computes the upper triangle only, which is then mirrored; with
-    ``upper_only`` the mirror is skipped and only the upper triangle (diagonal
-    included) of the result holds ``Z^T Z`` (what is below it is unspecified). When
-    ``Z`` needs a gradient the product is differentiable, its backward one product
-    ``Z (G + G^T)``. Tensors on a GPU, small ones and those of another dtype take
-    ``Z.T @ Z``. SciPy's BLAS runs on the threads :func:`threadpoolctl.threadpool_limits`
-    allows (rffkit's entry points set them, see :mod:`rffkit.config`).
-    """
-    n, D = Z.shape
-    if not on_cpu(Z) or float(n) * D * D < _SYRK_MIN_WORK:
-        return Z.T @ Z
-    if torch.is_grad_enabled() and Z.requires_grad:
-        return _Gram.apply(Z)
-    upper = torch.from_numpy(syrk_upper(Z))
-    return upper if upper_only else _mirrored(upper)
-
-
 def _lapack_solve_centred(Zc, yc, alpha, per_sample):
     """The coefficients of :func:`_solve_centred` in float64 by ``syrk``, ``potrf`` and ``potrs`` on
     the upper triangle, with one ``D x D`` float64 array for the system and its factor; None
@@ -127,7 +86,7 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype, *, need_factor=False)
     least-squares fallback ran, and unless ``need_factor`` also when the solve ran on
     LAPACK (a large CPU problem solved in float64 without a gradient).
     """
-    if (not need_factor and solve_dtype == torch.float64 and on_cpu(Zc, yc) and float(Zc.shape[0]) * Zc.shape[1] ** 2 >= _SYRK_MIN_WORK
+    if (not need_factor and solve_dtype == torch.float64 and on_cpu(Zc, yc) and float(Zc.shape[0]) * Zc.shape[1] ** 2 >= SYRK_MIN_WORK
             and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad))):
         coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
         if coef is not None:
@@ -185,7 +144,7 @@ def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_
 def _spd_inverse(Zc, alpha):
     """``(Zc^T Zc / m + alpha I)^-1`` in float64, or None when it is not numerically positive definite."""
     m, s = Zc.shape
-    if on_cpu(Zc) and float(m) * s * s >= _SYRK_MIN_WORK:
+    if on_cpu(Zc) and float(m) * s * s >= SYRK_MIN_WORK:
         system = syrk_upper(Zc).astype(np.float64, order="F")
         system *= 1.0 / m
         system.flat[:: s + 1] += alpha
@@ -335,7 +294,7 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z - z_mean
-    if on_cpu(Zc) and float(n) * Zc.shape[1] ** 2 >= _SYRK_MIN_WORK:  # the upper triangle only
+    if on_cpu(Zc) and float(n) * Zc.shape[1] ** 2 >= SYRK_MIN_WORK:  # the upper triangle only
         gram = torch.from_numpy(syrk_upper(Zc).astype(np.float64, order="F")).mul_(1.0 / n)
     else:
         gram = gram_matrix(Zc).double() / n

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._ridge import gram_matrix
+from ._dense import gram_matrix
 from ._ridge_path import RidgeSpectrum, path_coefficients
 from .distributed import all_reduce_sum, world
 
