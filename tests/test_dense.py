@@ -101,8 +101,14 @@ def test_the_lapack_ridge_solve_equals_the_torch_one_and_falls_back_when_singula
     torch.testing.assert_close(centred.mean(dim=0), torch.zeros(60), rtol=0, atol=1e-5)
     # a constant column at alpha = 0: centred, its row of the system is exactly zero, so the
     # Cholesky factorisation fails and least squares answers (coefficient 0 on that column)
+    # (on two threads, where MKL's default least squares, gelsy, missed by up to 0.07 call to call)
     singular = torch.cat([Z[:, :30].double(), torch.full((3000, 1), 3.0, dtype=torch.float64)], dim=1)
-    solution = solve_ridge(singular, y.double(), 0.0)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        solution = solve_ridge(singular, y.double(), 0.0)
+    finally:
+        torch.set_num_threads(previous)
     assert torch.isfinite(solution.coef).all() and float(solution.coef[-1].abs()) < 1e-8
     expected = torch.linalg.lstsq(torch.cat([singular[:, :30], torch.ones(3000, 1, dtype=torch.float64)], dim=1),
                                   y.double()[:, None]).solution[:, 0]

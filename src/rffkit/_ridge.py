@@ -102,7 +102,10 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype, *, need_factor=False)
     if int(info) == 0:
         coef = torch.cholesky_solve(column, factor)
     else:  # numerically singular (a tiny alpha, rank-deficient Z): least squares
-        coef, factor = torch.linalg.lstsq(gram, column).solution, None
+        # on the CPU by SVD (gelsd): torch's default there, MKL's gelsy, returned solutions off by
+        # up to 0.07 on a rank-deficient system when run on two threads, differing call to call
+        driver = "gelsd" if gram.device.type == "cpu" else None
+        coef, factor = torch.linalg.lstsq(gram, column, driver=driver).solution, None
     return coef.reshape(rhs.shape).to(Zc.dtype), factor
 
 
