@@ -235,6 +235,12 @@ def test_walk_ridge_alpha_finds_the_path_minimum(start):
     assert walked.score == pytest.approx(path.score, rel=1e-9)
     torch.testing.assert_close(walked.coef, path.coef)
     assert fit_ridge_head(Z, y, Z_val, y_val, "auto", alphas, start=start).alpha == path.alpha
+    # a caller's temporary centred in place: the same head, and Z left centred
+    temporary = Z.clone()
+    in_place = walk_ridge_alpha(temporary, y, Z_val, y_val, alphas, start, overwrite_z=True)
+    assert in_place.alpha == walked.alpha and in_place.score == walked.score
+    torch.testing.assert_close(in_place.coef, walked.coef, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(temporary, Z - Z.mean(dim=0))
 
 
 @pytest.mark.parametrize("targets", [1, 2])

@@ -138,7 +138,8 @@ class RidgeHeads:
     def fit(self, layer):
         """The ridge head of ``layer`` (a :class:`~rffkit._ridge.RidgeHead`)."""
         Z_val = None if self.X_val is None else layer(self.X_val)
-        return fit_ridge_head(layer(self.X), self.y, Z_val, self.y_val, self.alpha, self.alphas, start=self.start)
+        return fit_ridge_head(layer(self.X), self.y, Z_val, self.y_val, self.alpha, self.alphas, start=self.start,
+                              overwrite_z=True)
 
     def around(self, alpha):
         """A fitter whose 'auto' penalty is found by a walk along ``alphas`` from ``alpha``.

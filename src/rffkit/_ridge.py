@@ -282,7 +282,7 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
 
 
 @torch.no_grad()
-def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
+def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False):
     """The ridge head best on ``(Z_val, y_val)`` among ``alphas``, found by a walk from ``start``.
 
     From the grid value nearest ``start`` (on a log scale) the walk moves to a
@@ -292,11 +292,12 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
     layer close to one whose head chose it) this costs a few ``D^3 / 3`` solves
     instead of the eigendecomposition of :func:`select_ridge_alpha`, which gives
     the same head when the validation error is unimodal along the grid. When no
-    penalty visited gives a finite score, :func:`select_ridge_alpha` decides.
+    penalty visited gives a finite score, :func:`select_ridge_alpha` decides. With
+    ``overwrite_z`` (``Z`` a caller's temporary) ``Z`` is centred in place, not in a copy.
     """
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    Zc = Z - z_mean
+    Zc = Z.sub_(z_mean) if overwrite_z else Z - z_mean
     if on_cpu(Zc) and float(n) * Zc.shape[1] ** 2 >= SYRK_MIN_WORK:  # the upper triangle only
         gram = torch.from_numpy(syrk_upper(Zc).astype(np.float64, order="F")).mul_(1.0 / n)
     else:
@@ -309,6 +310,8 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start):
         return float((residual * residual).mean())
 
     head = _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse)
+    if head is None and overwrite_z:
+        Z.add_(z_mean)  # the features again (to rounding) for the eigendecomposition
     return head if head is not None else select_ridge_alpha(Z, y, Z_val, y_val, alphas)
 
 
@@ -415,8 +418,8 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     :func:`select_ridge_alpha` or, given a ``start`` penalty and a validation split,
     with :func:`walk_ridge_alpha`; a number is used as given. The score is the mean
     squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
-    With ``overwrite_z`` a penalty given as a number may leave ``Z`` centred (see
-    :func:`solve_ridge`).
+    With ``overwrite_z`` a penalty given as a number, or found by a walk, may leave ``Z``
+    centred (see :func:`solve_ridge`, :func:`walk_ridge_alpha`).
 
     Returns
     -------
@@ -424,7 +427,7 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     """
     if isinstance(alpha, str):
         if start is not None and Z_val is not None:
-            return walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start)
+            return walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, overwrite_z=overwrite_z)
         return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
     if Z_val is None:
         score, coef, intercept = gcv_score(Z, y, alpha)

@@ -346,7 +346,7 @@ def search_relevances(
         )
         with torch.no_grad():
             head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, head_alpha,
-                                  settings.alpha_grid, start=head_start)
+                                  settings.alpha_grid, start=head_start, overwrite_z=True)
         return SearchResult(history, head, layer.relevances.detach().clone(), search_alpha)
 
     best = run(alpha, uniform, f"alpha={alpha:g}", alpha)
