@@ -71,8 +71,10 @@ def test_syrk_upper_holds_the_gram_matrix_above_the_diagonal(dtype):
         upper = dense.syrk_upper(layout)
         assert upper.flags.f_contiguous
         np.testing.assert_allclose(np.triu(upper), np.triu(expected), rtol=tolerance, atol=tolerance)
-    out = np.empty((25, 25), dtype=upper.dtype, order="F")
-    assert dense.syrk_upper(Z, out=out) is out or np.shares_memory(dense.syrk_upper(Z, out=out), out)
+    system = dense.system_upper(Z, 0.5, 3.0)  # 0.5 Z^T Z + 3 I in float64
+    assert system.dtype == np.float64 and system.flags.f_contiguous
+    np.testing.assert_allclose(np.triu(system), np.triu(0.5 * expected + 3.0 * np.eye(25)), rtol=tolerance,
+                               atol=tolerance)
 
 
 def test_cholesky_solve_upper_reads_the_upper_triangle_and_refuses_an_indefinite_system():

@@ -27,7 +27,10 @@ import torch
 
 from ._guards import large_blas_call
 
-__all__ = ["on_cpu", "syrk_upper", "gram_matrix", "matmul", "cholesky_solve_upper", "spd_inverse_upper", "cos", "sin"]
+__all__ = [
+    "on_cpu", "syrk_pays", "syrk_upper", "system_upper", "gram_matrix", "matmul", "cholesky_solve_upper",
+    "spd_inverse_upper", "cos", "sin",
+]
 
 #: From this many multiply-adds a product runs on all of rffkit's threads, below on one.
 _THREADED_WORK = 1e10
@@ -44,6 +47,11 @@ def on_cpu(*tensors):
     dtype = tensors[0].dtype
     return all(t.device.type == "cpu" and t.dtype == dtype for t in tensors) and dtype in (torch.float32,
                                                                                          torch.float64)
+
+
+def syrk_pays(Z):
+    """Whether ``Z`` (n x D) is a CPU float tensor large enough for ``syrk`` and LAPACK (see ``SYRK_MIN_WORK``)."""
+    return on_cpu(Z) and float(Z.shape[0]) * Z.shape[1] ** 2 >= SYRK_MIN_WORK
 
 
 def _threads(work):
@@ -67,12 +75,11 @@ def _transposed(array):
     return np.ascontiguousarray(array).T, 0
 
 
-def syrk_upper(Z, out=None):
+def syrk_upper(Z):
     """The upper triangle of ``Z^T Z`` (diagonal included) by ``syrk``, as a Fortran-ordered array.
 
     ``Z`` is a CPU float tensor of shape (n, D); the result has its dtype, and what lies
-    below the diagonal is unspecified. ``out``, a Fortran-ordered ``D x D`` array of that
-    dtype, receives it without a new allocation.
+    below the diagonal is unspecified.
     """
     from scipy.linalg.blas import dsyrk, ssyrk
 
@@ -80,9 +87,17 @@ def syrk_upper(Z, out=None):
     view, trans = _transposed(array)  # Z^T = op(view): syrk forms op(view) op(view)^T
     syrk = ssyrk if array.dtype == np.float32 else dsyrk
     with _threads(float(array.shape[0]) * array.shape[1] ** 2):
-        if out is None:
-            return syrk(1.0, view, trans=trans, lower=0)
-        return syrk(1.0, view, beta=0.0, c=out, trans=trans, lower=0, overwrite_c=1)
+        return syrk(1.0, view, trans=trans, lower=0)
+
+
+def system_upper(Z, scale, shift=0.0):
+    """``scale Z^T Z + shift I`` in float64, its upper triangle in a Fortran-ordered array (one
+    ``D x D`` allocation beside ``syrk``'s), ready for :func:`cholesky_solve_upper` or
+    :func:`spd_inverse_upper`."""
+    system = syrk_upper(Z).astype(np.float64, order="F")
+    system *= scale
+    system.flat[:: system.shape[0] + 1] += shift
+    return system
 
 
 def _mirrored(upper):
@@ -115,8 +130,7 @@ def gram_matrix(Z, *, upper_only=False):
     ``Z.T @ Z``. SciPy's BLAS runs on the threads :func:`threadpoolctl.threadpool_limits`
     allows (rffkit's entry points set them, see :mod:`rffkit.config`).
     """
-    n, D = Z.shape
-    if not on_cpu(Z) or float(n) * D * D < SYRK_MIN_WORK:
+    if not syrk_pays(Z):
         return Z.T @ Z
     if torch.is_grad_enabled() and Z.requires_grad:
         return _Gram.apply(Z)
@@ -148,9 +162,8 @@ def matmul(a, b, out=None):
     """``a @ b`` for 2-D tensors: by ``gemm`` on CPU float tensors (no copies of C- or Fortran-ordered
     operands), by torch elsewhere; differentiable. ``out``, a C-ordered tensor of the result's shape
     and dtype, receives the product (not with a gradient)."""
-    if not on_cpu(a, b) or a.ndim != 2 or b.ndim != 2 or (out is not None and not out.is_contiguous()):
-        return torch.matmul(a, b, out=out) if out is not None else a @ b
-    if (min(a.shape[0], b.shape[1]) < _GEMM_MIN_SIDE or a.shape[1] == 0
+    if (not on_cpu(a, b) or a.ndim != 2 or b.ndim != 2 or (out is not None and not out.is_contiguous())
+            or min(a.shape[0], b.shape[1]) < _GEMM_MIN_SIDE or a.shape[1] == 0
             or _torch_is_faster(float(a.shape[0]) * a.shape[1] * b.shape[1])):
         return torch.matmul(a, b, out=out) if out is not None else a @ b
     if _needs_grad(a, b):

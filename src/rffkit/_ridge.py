@@ -22,9 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._dense import (
-    SYRK_MIN_WORK, cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_upper,
-)
+from ._dense import cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_pays, system_upper
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
@@ -68,29 +66,25 @@ def _lapack_solve_centred(Zc, yc, alpha, per_sample):
     the upper triangle, with one ``D x D`` float64 array for the system and its factor; None
     when the system is not numerically positive definite."""
     n, D = Zc.shape
-    system = syrk_upper(Zc).astype(np.float64, order="F")
-    rhs = matmul(Zc.T, yc.reshape(n, -1)).double().numpy()
-    if per_sample:
-        system *= 1.0 / n
-        rhs *= 1.0 / n
-    system.flat[:: D + 1] += alpha
+    scale = 1.0 / n if per_sample else 1.0
+    system = system_upper(Zc, scale, alpha)
+    rhs = matmul(Zc.T, yc.reshape(n, -1)).double().numpy() * scale
     coef = cholesky_solve_upper(system, rhs)
     return None if coef is None else torch.from_numpy(coef).reshape((D, *yc.shape[1:]))
 
 
-def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype, *, need_factor=False):
-    """``(coef, factor)`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
+def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
+    """``coef`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
 
     The products run in the dtype of ``Zc``, the ``D x D`` solve in ``solve_dtype``
-    (None: the same). ``factor``, the lower Cholesky factor, is None when the
-    least-squares fallback ran, and unless ``need_factor`` also when the solve ran on
-    LAPACK (a large CPU problem solved in float64 without a gradient).
+    (None: the same): on LAPACK for a large CPU problem solved in float64 without a
+    gradient, else on torch, by Cholesky with a least-squares fallback.
     """
-    if (not need_factor and solve_dtype == torch.float64 and on_cpu(Zc, yc) and float(Zc.shape[0]) * Zc.shape[1] ** 2 >= SYRK_MIN_WORK
+    if (solve_dtype == torch.float64 and syrk_pays(Zc) and on_cpu(Zc, yc)
             and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad))):
         coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
         if coef is not None:
-            return coef.to(Zc.dtype), None
+            return coef.to(Zc.dtype)
     gram, rhs = gram_matrix(Zc), Zc.T @ yc
     if solve_dtype is not None:
         gram, rhs = gram.to(solve_dtype), rhs.to(solve_dtype)
@@ -105,8 +99,8 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype, *, need_factor=False)
         # on the CPU by SVD (gelsd): torch's default there, MKL's gelsy, returned solutions off by
         # up to 0.07 on a rank-deficient system when run on two threads, differing call to call
         driver = "gelsd" if gram.device.type == "cpu" else None
-        coef, factor = torch.linalg.lstsq(gram, column, driver=driver).solution, None
-    return coef.reshape(rhs.shape).to(Zc.dtype), factor
+        coef = torch.linalg.lstsq(gram, column, driver=driver).solution
+    return coef.reshape(rhs.shape).to(Zc.dtype)
 
 
 def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_intercept=True, overwrite_z=False):
@@ -136,22 +130,18 @@ def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_
         ``coef`` and ``intercept`` in the dtype of ``Z``.
     """
     if not fit_intercept:
-        coef, _ = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
+        coef = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
         return RidgeSolution(coef, torch.zeros(coef.shape[1:], dtype=Z.dtype, device=Z.device))
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    coef, _ = _solve_centred(Z.sub_(z_mean) if overwrite_z else Z - z_mean, y - y_mean, alpha, per_sample,
-                             solve_dtype)
+    coef = _solve_centred(Z.sub_(z_mean) if overwrite_z else Z - z_mean, y - y_mean, alpha, per_sample, solve_dtype)
     return RidgeSolution(coef, y_mean - z_mean @ coef)
 
 
 def _spd_inverse(Zc, alpha):
     """``(Zc^T Zc / m + alpha I)^-1`` in float64, or None when it is not numerically positive definite."""
-    m, s = Zc.shape
-    if on_cpu(Zc) and float(m) * s * s >= SYRK_MIN_WORK:
-        system = syrk_upper(Zc).astype(np.float64, order="F")
-        system *= 1.0 / m
-        system.flat[:: s + 1] += alpha
-        inverse = spd_inverse_upper(system)
+    m = Zc.shape[0]
+    if syrk_pays(Zc):
+        inverse = spd_inverse_upper(system_upper(Zc, 1.0 / m, alpha))
         return None if inverse is None else torch.from_numpy(inverse)
     system = gram_matrix(Zc).double() / m
     system.diagonal().add_(alpha)
@@ -170,7 +160,7 @@ class _GCV(torch.autograd.Function):
         targets = yc.reshape(m, -1)
         inverse = _spd_inverse(Zc, alpha)
         if inverse is None:  # the least-squares fallback's coefficients, and no finite score
-            coef, _ = _solve_centred(Zc, yc, alpha, True, torch.float64)
+            coef = _solve_centred(Zc, yc, alpha, True, torch.float64)
             ctx.finite = False
             return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, y_mean - z_mean @ coef
         B = inverse @ (matmul(Zc.T, targets).double() / m)
@@ -298,8 +288,8 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False):
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z.sub_(z_mean) if overwrite_z else Z - z_mean
-    if on_cpu(Zc) and float(n) * Zc.shape[1] ** 2 >= SYRK_MIN_WORK:  # the upper triangle only
-        gram = torch.from_numpy(syrk_upper(Zc).astype(np.float64, order="F")).mul_(1.0 / n)
+    if syrk_pays(Zc):  # the upper triangle only
+        gram = torch.from_numpy(system_upper(Zc, 1.0 / n))
     else:
         gram = gram_matrix(Zc).double() / n
     rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
