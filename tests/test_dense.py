@@ -18,22 +18,24 @@ def _layouts(array):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("a_layout", ["C", "F", "strided"])
 @pytest.mark.parametrize("b_layout", ["C", "F", "strided"])
-def test_matmul_equals_torch_for_every_layout(dtype, a_layout, b_layout):
+@pytest.mark.parametrize("columns", [20, 3, 1])  # gemm, and NumPy's matmul below _GEMM_MIN_SIDE
+def test_matmul_equals_torch_for_every_layout(dtype, a_layout, b_layout, columns):
     generator = torch.Generator().manual_seed(0)
     a = torch.randn(40, 30, generator=generator, dtype=dtype)
-    b = torch.randn(30, 20, generator=generator, dtype=dtype)
+    b = torch.randn(30, columns, generator=generator, dtype=dtype)
     product = dense.matmul(_layouts(a)[a_layout], _layouts(b)[b_layout])
     tolerance = 1e-5 if dtype == torch.float32 else 1e-12
     torch.testing.assert_close(product, a @ b, rtol=tolerance, atol=tolerance)
     assert product.dtype == dtype and product.is_contiguous()
-    out = torch.full((40, 20), float("nan"), dtype=dtype)
+    out = torch.full((40, columns), float("nan"), dtype=dtype)
     assert dense.matmul(a, b, out=out) is out
     torch.testing.assert_close(out, a @ b, rtol=tolerance, atol=tolerance)
+    thin = dense.matmul(_layouts(b.T.contiguous())[b_layout], _layouts(a.T.contiguous())[a_layout])
+    torch.testing.assert_close(thin, b.T @ a.T, rtol=tolerance, atol=tolerance)
 
 
-def test_matmul_takes_torch_for_a_vector_side_and_mixed_dtypes():
-    a, b = torch.randn(50, 30), torch.randn(30, 1)
-    torch.testing.assert_close(dense.matmul(a, b), a @ b)
+def test_matmul_refuses_mixed_dtypes_like_torch():
+    a = torch.randn(50, 30)
     with pytest.raises(RuntimeError):  # torch's own error, not a silent cast
         dense.matmul(a, torch.randn(30, 20, dtype=torch.float64))
 

@@ -36,9 +36,11 @@ __all__ = [
 _THREADED_WORK = 1e10
 #: Below this many multiply-adds a Gram matrix is one plain product (SYRK's set-up does not pay).
 SYRK_MIN_WORK = 1e7
-#: A product with a side shorter than this is a matrix-vector product in all but name, which
-#: torch's memory-bound kernel runs in a fifth of the time of OpenBLAS's ``gemm`` (that packs the
-#: large operand first: 19 ms against 3 ms for an ``8388 x 2000`` matrix by a vector).
+#: A product with a side shorter than this is a matrix-vector product in all but name: OpenBLAS's
+#: ``gemm`` packs the large operand first (19 ms against 3 ms for an ``8388 x 2000`` matrix by a
+#: vector), and torch's MKL runs a thin product at a third of OpenBLAS's rate (``1213 x 1000`` by
+#: ``1000 x 10``, float64: 2.0 against 1.1 ms; its transpose 3.1 against 1.3 ms), so NumPy's
+#: ``matmul`` takes them (``gemv`` for a vector, ``gemm`` without the copies otherwise).
 _GEMM_MIN_SIDE = 16
 
 
@@ -163,16 +165,20 @@ def matmul(a, b, out=None):
     operands), by torch elsewhere; differentiable. ``out``, a C-ordered tensor of the result's shape
     and dtype, receives the product (not with a gradient)."""
     if (not on_cpu(a, b) or a.ndim != 2 or b.ndim != 2 or (out is not None and not out.is_contiguous())
-            or min(a.shape[0], b.shape[1]) < _GEMM_MIN_SIDE or a.shape[1] == 0
-            or _torch_is_faster(float(a.shape[0]) * a.shape[1] * b.shape[1])):
+            or a.shape[1] == 0 or _torch_is_faster(float(a.shape[0]) * a.shape[1] * b.shape[1])):
         return torch.matmul(a, b, out=out) if out is not None else a @ b
     if _needs_grad(a, b):
         if out is not None:
             raise RuntimeError("matmul: out= with a gradient")
         return _Product.apply(a, b)
+    a_array, b_array = a.detach().numpy(), b.detach().numpy()
+    if min(a.shape[0], b.shape[1]) < _GEMM_MIN_SIDE:
+        if out is None:
+            return torch.from_numpy(np.matmul(a_array, b_array))
+        np.matmul(a_array, b_array, out=out.numpy())
+        return out
     from scipy.linalg.blas import dgemm, sgemm
 
-    a_array, b_array = a.detach().numpy(), b.detach().numpy()
     # (a b)^T = b^T a^T: a Fortran-ordered (k, m) result is the C-ordered (m, k) product
     b_view, b_trans = _transposed(b_array)
     a_view, a_trans = _transposed(a_array)

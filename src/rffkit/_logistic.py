@@ -145,8 +145,8 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
         to_weights = lambda gamma: d[:, None] * gamma  # noqa: E731
     else:
         V, d = preconditioner
-        start = (V.T @ weights.detach().to(V.dtype)) / d[:, None]
-        to_weights = lambda gamma: (V @ (d[:, None] * gamma.to(V.dtype))).to(dtype)  # noqa: E731
+        start = matmul(V.T, weights.detach().to(V.dtype)) / d[:, None]
+        to_weights = lambda gamma: matmul(V, d[:, None] * gamma.to(V.dtype)).to(dtype)  # noqa: E731
     shape = start.shape
     size = start.numel()
     initial = torch.cat([start.reshape(-1).double(), bias.detach().reshape(-1).double()]).cpu().numpy()
@@ -159,7 +159,7 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
         intercept = values[size:].to(dtype) if fit_intercept else fixed_bias
         value, weight_gradient, bias_gradient = objective_and_gradient(to_weights(gamma), intercept, Z, target, alpha)
         if V is not None:  # the chain rule through weights = V diag(d) gamma
-            weight_gradient = d[:, None] * (V.T @ weight_gradient.to(V.dtype))
+            weight_gradient = d[:, None] * matmul(V.T, weight_gradient.to(V.dtype))
         elif d is not None:
             weight_gradient = d[:, None] * weight_gradient
         if not fit_intercept:
@@ -194,7 +194,7 @@ def objective_and_gradient(weights, bias, Z, target, alpha):
     plus ``alpha W`` from the penalty: one pass of ``Z`` forward and one back.
     """
     n = Z.shape[0]
-    logits = Z @ weights + bias
+    logits = matmul(Z, weights).add_(bias)
     if weights.shape[1] == 1:
         f = logits[:, 0]
         loss = torch.nn.functional.softplus(f) - target * f
@@ -206,7 +206,7 @@ def objective_and_gradient(weights, bias, Z, target, alpha):
         residual[torch.arange(n, device=Z.device), target] -= 1.0
     residual /= n
     value = float(loss.mean()) + 0.5 * alpha * float((weights * weights).sum())
-    return value, Z.T @ residual + alpha * weights, residual.sum(dim=0)
+    return value, matmul(Z.T, residual).add_(weights, alpha=alpha), residual.sum(dim=0)
 
 
 def _as_target(labels, n_classes, dtype, device):
