@@ -166,3 +166,35 @@ def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
     assert newton.alpha == lbfgs.alpha
     assert newton.score == pytest.approx(lbfgs.score, rel=1e-5)
     torch.testing.assert_close(torch.softmax(newton.logits(Z), 1), torch.softmax(lbfgs.logits(Z), 1), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("folds", [None, 4])
+def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes, folds):
+    """L-BFGS evaluating G theta (G = Zc V formed) or Zc (V theta) solves the same problem."""
+    import rffkit._logistic as logistic
+
+    Z, labels = _features(n=400, D=60, n_classes=n_classes, seed=7)
+    train, val = slice(0, 300), slice(300, None)
+    monkeypatch.setattr(logistic, "newton_is_cheaper", lambda *args, **kwargs: False)
+    heads = {}
+    for forms_g in (True, False):
+        monkeypatch.setattr(logistic, "_forms_g", lambda *args, forms_g=forms_g, **kwargs: forms_g)
+        if folds:
+            heads[forms_g] = logistic_head_path(Z, labels, n_classes, None, None, ALPHAS, n_folds=folds, tol=1e-9,
+                                                max_iter=5000)
+        else:
+            heads[forms_g] = logistic_head_path(Z[train], labels[train], n_classes, Z[val], labels[val], ALPHAS,
+                                                tol=1e-9, max_iter=5000)
+    assert heads[True].alpha == heads[False].alpha
+    assert heads[True].score == pytest.approx(heads[False].score, rel=1e-6)
+    torch.testing.assert_close(torch.softmax(heads[True].logits(Z), 1), torch.softmax(heads[False].logits(Z), 1),
+                               rtol=0, atol=1e-6)
+
+
+def test_the_principal_coordinates_are_formed_where_they_save_work():
+    from rffkit._logistic import _forms_g
+
+    assert not _forms_g(25_374, 1_615, 1_615, 1)  # a binary head on many rows: V's products are cheaper
+    assert _forms_g(1_213, 1_000, 1_000, 10)  # ten classes on few rows
+    assert _forms_g(300, 2_000, 299, 1)  # wide: G has n - 1 columns, Zc has D

@@ -333,58 +333,100 @@ def _class_curvature(labels, n_classes):
     return float(max(np.mean(frequencies * (1.0 - frequencies)), 1e-3))
 
 
-class _PrincipalProblem:
-    """A logistic problem in the principal coordinates ``G = Zc V`` of a :class:`LogisticSpectrum`.
+def _forms_g(n, D, R, n_out, evaluations=200):
+    """Whether L-BFGS should evaluate the logits as ``G theta`` (``G = Zc V``, n x R) rather than
+    ``Zc (V theta)``: a cost model in multiply-adds over ``evaluations`` objective and gradient
+    evaluations of one penalty path (measured: about 95 per path on a 25,000-row binary table,
+    340 on a 1,200-row 10-class one), ``n D R`` to form ``G`` against ``2 D R n_out`` for ``V``'s
+    products and ``2 n (D - R) n_out`` for the wider ``Zc`` per evaluation."""
+    form = float(n) * D * R + evaluations * 2.0 * n * R * n_out
+    skip = evaluations * 2.0 * n_out * (float(n) * D + float(D) * R)
+    return form <= skip
 
-    :meth:`solve` fits the rows ``rows`` (None: all) at one penalty, warm-started from
+
+class _PrincipalProblem:
+    """A logistic problem in the principal coordinates ``theta`` of a :class:`LogisticSpectrum`.
+
+    The weights are ``V theta``, so the logits are ``Zc V theta = G theta``. :meth:`solve`
+    fits the rows ``rows`` (None: all) at one penalty, warm-started from
     ``(theta, bias)``, restricted to the directions the penalty does not shrink to
     nothing (see :func:`logistic_head_path`), by Newton's method where its cost model
-    says it is the cheaper (:mod:`rffkit._logistic_newton`: few rows and coordinates),
-    by preconditioned L-BFGS otherwise.
+    says it is the cheaper (:mod:`rffkit._logistic_newton`: few rows and coordinates)
+    on ``G``, by L-BFGS preconditioned in the same coordinates otherwise, which
+    evaluates either ``G theta`` or ``Zc (V theta)``, whichever :func:`_forms_g` expects
+    to cost less: ``G`` (``R`` columns for the ``R`` directions kept) costs ``n D R``
+    multiply-adds to form and saves ``V``'s two products per evaluation, so it pays on
+    few rows, many classes or ``R < D`` (``n < D``), and not on a binary head of many
+    rows. Otherwise ``G`` is formed only if Newton's method needs it.
     """
 
     def __init__(self, Z, labels, n_classes, spectrum, *, max_iter, tol, relative_floor):
         self.dtype = torch.float64
         self.spectrum = spectrum
-        self.G = matmul((Z - spectrum.mean).to(self.dtype), spectrum.eigenvectors)
+        self.Zc = (Z - spectrum.mean).to(self.dtype)
+        self._G = None
         self.labels = torch.as_tensor(labels, device=Z.device)
         self.target = _as_target(self.labels, n_classes, self.dtype, Z.device)
         self.n_out = 1 if n_classes == 2 else n_classes
+        self.forms_g = _forms_g(Z.shape[0], Z.shape[1], spectrum.eigenvalues.shape[0], self.n_out)
         self.n_classes, self.max_iter, self.tol, self.relative_floor = n_classes, max_iter, tol, relative_floor
         self.data_curvature = _class_curvature(self.labels.cpu().numpy(), n_classes) * spectrum.eigenvalues / Z.shape[0]
+
+    @property
+    def G(self):
+        """The principal coordinates ``Zc V`` of every row (formed on first use)."""
+        if self._G is None:
+            self._G = matmul(self.Zc, self.spectrum.eigenvectors)
+        return self._G
 
     def start(self):
         """``(theta, bias)`` at zero weights and the log class frequencies."""
         log_prior = torch.bincount(self.labels, minlength=self.n_classes).to(self.dtype).clamp_min(0.5).log()
         bias = (log_prior[1:] - log_prior[:1]) if self.n_out == 1 else log_prior - log_prior.mean()
-        return torch.zeros(self.G.shape[1], self.n_out, dtype=self.dtype, device=self.G.device), bias
+        return torch.zeros(self.spectrum.eigenvalues.shape[0], self.n_out, dtype=self.dtype,
+                           device=self.Zc.device), bias
+
+    def coef(self, theta):
+        """The weights ``V theta`` on the centred features."""
+        return matmul(self.spectrum.eigenvectors, theta)
 
     def solve(self, alpha, theta, bias, rows=None):
         """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``)."""
-        G, target = (self.G, self.target) if rows is None else (self.G[rows], self.target[rows])
         # directions the penalty shrinks by more than 1 / relative_floor hold (almost) no weight
         active = torch.nonzero(self.data_curvature >= self.relative_floor * 2.0 * alpha).flatten()
         scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
         contiguous = active.numel() > 0 and int(active[-1] - active[0]) + 1 == active.numel()
-        # the eigenvalues ascend, so the active directions are the last columns: a view, not an n x r copy
-        G = G[:, int(active[0]):int(active[-1]) + 1] if contiguous else G[:, active]
-        if newton_is_cheaper(G.shape[0], G.shape[1], self.n_out):
-            solved, bias, n_iter, gradient = newton_logistic(
-                G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
-                tol=self.tol,
-            )
+        # the eigenvalues ascend, so the active directions are the last columns: a view, not a copy
+        columns = slice(int(active[0]), int(active[-1]) + 1) if contiguous else active
+        n_rows = self.Zc.shape[0] if rows is None else rows.shape[0]
+        target = self.target if rows is None else self.target[rows]
+        if self.forms_g or newton_is_cheaper(n_rows, active.numel(), self.n_out):
+            G = (self.G if rows is None else self.G[rows])[:, columns]
+            if newton_is_cheaper(n_rows, active.numel(), self.n_out):
+                solved, bias, n_iter, gradient = newton_logistic(
+                    G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
+                    tol=self.tol,
+                )
+            else:
+                solved, bias, n_iter, gradient = minimise_logistic(
+                    G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
+                    tol=self.tol, preconditioner=(None, scales),
+                )
         else:
-            solved, bias, n_iter, gradient = minimise_logistic(
-                G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
-                tol=self.tol, preconditioner=(None, scales),
+            V = self.spectrum.eigenvectors[:, columns]
+            Zc = self.Zc if rows is None else self.Zc[rows]
+            weights, bias, n_iter, gradient = minimise_logistic(
+                Zc, target, 2.0 * alpha, weights=matmul(V, theta[active]), bias=bias, max_iter=self.max_iter,
+                tol=self.tol, preconditioner=(V, scales),
             )
+            solved = matmul(V.T, weights)
         theta = torch.zeros_like(theta)
         theta[active] = solved
         return theta, bias, bool(n_iter < self.max_iter or gradient <= self.tol), n_iter
 
-    def head(self, alpha, theta, bias, score, converged, n_iter):
-        """The :class:`LogisticHead` on the original features ``Z``."""
-        coef = self.spectrum.eigenvectors @ theta
+    def head(self, alpha, theta, bias, score, converged, n_iter, coef=None):
+        """The :class:`LogisticHead` on the original features ``Z`` (``coef``: ``V theta``, if known)."""
+        coef = self.coef(theta) if coef is None else coef
         return LogisticHead(float(alpha), coef, bias - self.spectrum.mean.to(self.dtype) @ coef, score, converged,
                             n_iter)
 
@@ -442,17 +484,18 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
         return _cross_validated_path(problem, alphas, n_folds, patience)
     theta, bias = problem.start()
     if Z_val is not None:
-        G_val = (Z_val - spectrum.mean).to(problem.dtype) @ spectrum.eigenvectors
+        Zc_val = (Z_val - spectrum.mean).to(problem.dtype)
         target_val = _as_target(torch.as_tensor(labels_val, device=Z.device), n_classes, problem.dtype, Z.device)
     best, stall = None, 0
     for alpha in alphas:
         theta, bias, converged, n_iter = problem.solve(alpha, theta, bias)
+        coef = problem.coef(theta)
         with torch.no_grad():
-            if Z_val is None:
-                score = float(logistic_objective(theta, bias, problem.G, problem.target, 2.0 * alpha))
+            if Z_val is None:  # ||V theta|| = ||theta||: the objective in the solved coordinates
+                score = float(logistic_objective(coef, bias, problem.Zc, problem.target, 2.0 * alpha))
             else:
-                score = float(_mean_loss(G_val @ theta + bias, target_val))
-        head = problem.head(alpha, theta, bias, score, converged, n_iter)
+                score = float(_mean_loss(matmul(Zc_val, coef) + bias, target_val))
+        head = problem.head(alpha, theta, bias, score, converged, n_iter, coef=coef)
         if Z_val is None:
             return head
         if best is None or score < best.score or not math.isfinite(best.score):
@@ -471,7 +514,7 @@ def _cross_validated_path(problem, alphas, n_folds, patience):
     for label in np.unique(labels):
         members = np.flatnonzero(labels == label)
         fold[members] = np.arange(members.shape[0]) % n_folds
-    device = problem.G.device
+    device = problem.Zc.device
     splits = [(torch.as_tensor(np.flatnonzero(fold != k), device=device),
                torch.as_tensor(np.flatnonzero(fold == k), device=device)) for k in range(n_folds)]
     states = [problem.start() for _ in splits]
@@ -482,7 +525,8 @@ def _cross_validated_path(problem, alphas, n_folds, patience):
             theta, bias, _, _ = problem.solve(alpha, *states[k], rows=train)
             states[k] = (theta, bias)
             with torch.no_grad():
-                held_out += float(_sample_losses(problem.G[test] @ theta + bias, problem.target[test]).sum())
+                logits = matmul(problem.Zc[test], problem.coef(theta)) + bias
+                held_out += float(_sample_losses(logits, problem.target[test]).sum())
         score = held_out / labels.shape[0]
         if best_alpha is None or score < best_score:
             best_alpha, best_score, best_states, stall = alpha, score, list(states), 0
