@@ -265,3 +265,53 @@ def test_walk_by_blocks_equals_the_walk_on_whole_feature_matrices(targets):
     assert blocks.alpha == whole.alpha and blocks.score == pytest.approx(whole.score, rel=1e-10)
     torch.testing.assert_close(blocks.coef, whole.coef, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(blocks.intercept, whole.intercept, rtol=1e-10, atol=1e-12)
+
+
+def test_a_walk_handed_the_gram_of_its_first_columns_gives_the_same_head():
+    """walk_ridge_alpha with GramShare.known (the Gram matrix of Z's first 60 columns from an
+    earlier walk) forms only the 8 new columns' products and finds the head of a fresh walk."""
+    from rffkit._dense import system_upper
+    from rffkit._ridge import GramShare, walk_ridge_alpha
+
+    rng = np.random.default_rng(8)
+    Z = torch.as_tensor(rng.normal(size=(3000, 68)))  # n D^2 >= SYRK_MIN_WORK: the LAPACK path
+    beta = torch.as_tensor(rng.normal(size=68)) / 8.0
+    y = Z @ beta + 0.5 * torch.as_tensor(rng.normal(size=3000))
+    Z_val = torch.as_tensor(rng.normal(size=(500, 68)))
+    y_val = Z_val @ beta + 0.5 * torch.as_tensor(rng.normal(size=500))
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    first = GramShare()
+    walk_ridge_alpha(Z[:, :60].clone(), y, Z_val[:, :60], y_val, alphas, 1e-3, share=first)
+    assert first.formed.shape == (60, 60)
+    fresh = walk_ridge_alpha(Z, y, Z_val, y_val, alphas, 1e-3)
+    share = GramShare(known=first.formed)
+    handed = walk_ridge_alpha(Z, y, Z_val, y_val, alphas, 1e-3, share=share)
+    assert handed.alpha == fresh.alpha and handed.score == pytest.approx(fresh.score, rel=1e-12)
+    torch.testing.assert_close(handed.coef, fresh.coef, rtol=1e-10, atol=1e-12)
+    reference = system_upper(Z - Z.mean(dim=0), 1.0 / 3000)
+    np.testing.assert_allclose(np.triu(share.formed), np.triu(reference), rtol=1e-12, atol=1e-14)
+
+
+def test_the_searched_layers_gram_serves_its_linear_term_once():
+    """KernelGramMemo hands the searched layer's Gram matrix to the head of the same layer with its
+    linear columns (the same head as without it), once; a layer with other relevances gets none."""
+    from rffkit._heads import KernelGramMemo, RidgeHeads
+    from rffkit._ridge import GramShare, fit_ridge_head
+    from rffkit.layers import ARDRandomFourierFeatures
+
+    rng = np.random.default_rng(9)
+    X, X_val = (torch.as_tensor(rng.normal(size=(rows, 4))) for rows in (3000, 600))
+    y, y_val = (torch.sin(2.0 * x[:, 0]) + x[:, 1] + 0.2 * torch.as_tensor(rng.normal(size=x.shape[0]))
+                for x in (X, X_val))
+    layer = ARDRandomFourierFeatures.from_kernel(4, 80, random_state=0, dtype=torch.float64)
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    memo, share = KernelGramMemo(X), GramShare()
+    fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto", alphas, start=1e-3, share=share)
+    memo.keep(layer, share)
+    linear = layer.replace(linear=True)
+    assert memo.share(layer.replace(relevances=2.0 * layer.relevances.detach(), linear=True)).known is None
+    with_memo = RidgeHeads(X, y, X_val, y_val, alpha="auto", alphas=alphas, start=1e-3, grams=memo).fit(linear)
+    without = RidgeHeads(X, y, X_val, y_val, alpha="auto", alphas=alphas, start=1e-3).fit(linear)
+    assert with_memo.alpha == without.alpha and with_memo.score == pytest.approx(without.score, rel=1e-10)
+    torch.testing.assert_close(with_memo.coef, without.coef, rtol=1e-8, atol=1e-10)
+    assert memo.share(linear).known is None  # handed out once

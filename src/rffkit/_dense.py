@@ -28,8 +28,8 @@ import torch
 from ._guards import large_blas_call
 
 __all__ = [
-    "on_cpu", "syrk_pays", "syrk_upper", "system_upper", "gram_matrix", "matmul", "cholesky_solve_upper",
-    "spd_inverse_upper", "cos", "sin",
+    "on_cpu", "syrk_pays", "syrk_upper", "system_upper", "bordered_system_upper", "gram_matrix", "matmul",
+    "cholesky_solve_upper", "spd_inverse_upper", "cos", "sin",
 ]
 
 #: From this many multiply-adds a product runs on all of rffkit's threads, below on one.
@@ -99,6 +99,22 @@ def system_upper(Z, scale, shift=0.0):
     system = syrk_upper(Z).astype(np.float64, order="F")
     system *= scale
     system.flat[:: system.shape[0] + 1] += shift
+    return system
+
+
+def bordered_system_upper(Z, known, scale):
+    """:func:`system_upper` ``(Z, scale)`` when ``known``, a Fortran-ordered float64 ``k x k`` array
+    whose upper triangle holds ``scale Z[:, :k]^T Z[:, :k]``, is at hand: only the products with
+    the last ``D - k`` columns are formed (``n D (D - k)`` multiply-adds, not ``n D^2 / 2``)."""
+    k, D = known.shape[0], Z.shape[1]
+    array = Z.detach().numpy()
+    system = np.zeros((D, D), order="F")
+    system[:k, :k] = known
+    with _threads(float(array.shape[0]) * k * (D - k)):
+        # NumPy's matmul reads the column blocks in place (BLAS's leading dimension), SciPy's would copy them
+        system[:k, k:] = np.matmul(array[:, :k].T, array[:, k:])
+    system[k:, k:] = syrk_upper(Z[:, k:])
+    system[:, k:] *= scale
     return system
 
 

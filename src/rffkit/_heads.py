@@ -40,9 +40,9 @@ import math
 import torch
 
 from ._logistic import logistic_head_path
-from ._ridge import fit_ridge_head, solve_ridge
+from ._ridge import GramShare, fit_ridge_head, solve_ridge
 
-__all__ = ["RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
+__all__ = ["KernelGramMemo", "RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
 
 
 def _joined(first, second):
@@ -119,27 +119,76 @@ def _linear_relevances(layer, head):
     return new_layer, dataclasses.replace(head, coef=new_coef.reshape(shape))
 
 
+def _kernel_state(layer):
+    """What a layer's random-feature columns depend on, besides the inputs."""
+    return (layer.frequencies, layer.offsets, layer.relevances.detach().clone(), layer.n_components, layer.variant,
+            layer.input_range, layer.input_warp)
+
+
+def _same(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if torch.is_tensor(a) and torch.is_tensor(b):
+        return a is b or (a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b))
+    return a == b
+
+
+class KernelGramMemo:
+    """The centred Gram matrix of one layer's random features on the training rows ``X``, kept from
+    the ridge head of the searched layer for the head of the same layer with its linear term.
+
+    The linear-term move's features are that layer's ``D`` columns and ``p`` more, so its walk
+    (:func:`rffkit._ridge.walk_ridge_alpha`) forms only the new columns' products with all
+    (``n D p`` multiply-adds) instead of the whole Gram matrix (``n D^2 / 2``). :meth:`keep`
+    holds one matrix (``D x D``, float64); :meth:`share` hands it to the head of a layer with
+    linear columns and the same random features, once, and forgets it.
+    """
+
+    def __init__(self, X):
+        self.X, self._state, self._gram = X, None, None
+
+    def keep(self, layer, share):
+        """Hold the Gram matrix ``share`` took out of the walk that fitted ``layer``'s head on ``X``."""
+        if not layer.has_linear and share is not None and share.formed is not None:
+            self._state, self._gram = _kernel_state(layer), share.formed
+
+    def share(self, layer):
+        """A :class:`~rffkit._ridge.GramShare` for the head of ``layer`` on ``X``: the kept matrix when
+        ``layer`` adds linear columns to the same random features."""
+        known = None
+        if layer.has_linear and self._state is not None and _same(self._state, _kernel_state(layer)):
+            known = self._gram
+            self.clear()
+        return GramShare(known=known)
+
+    def clear(self):
+        """Forget the kept matrix."""
+        self._state = self._gram = None
+
+
 class RidgeHeads:
     """Ridge heads on ``(X, y)``, scored by squared error on ``(X_val, y_val)`` (GCV without).
 
     ``alpha`` is a penalty or 'auto' (chosen from ``alphas`` by
     :func:`rffkit._ridge.fit_ridge_head`, by a walk from ``start`` when it is given).
+    ``grams``: a :class:`KernelGramMemo` on ``X`` whose matrix the heads may use.
     """
 
     #: A ridge head costs one Gram matrix and a few Cholesky solves: the refinement
     #: confirms candidates directly.
     costly = False
 
-    def __init__(self, X, y, X_val, y_val, *, alpha, alphas, start=None):
+    def __init__(self, X, y, X_val, y_val, *, alpha, alphas, start=None, grams=None):
         self.X, self.y, self.X_val, self.y_val = X, y, X_val, y_val
-        self.alpha, self.alphas, self.start = alpha, alphas, start
+        self.alpha, self.alphas, self.start, self.grams = alpha, alphas, start, grams
 
     @torch.no_grad()
     def fit(self, layer):
         """The ridge head of ``layer`` (a :class:`~rffkit._ridge.RidgeHead`)."""
         Z_val = None if self.X_val is None else layer(self.X_val)
+        share = None if self.grams is None else self.grams.share(layer)
         return fit_ridge_head(layer(self.X), self.y, Z_val, self.y_val, self.alpha, self.alphas, start=self.start,
-                              overwrite_z=True)
+                              overwrite_z=True, share=share)
 
     def around(self, alpha):
         """A fitter whose 'auto' penalty is found by a walk along ``alphas`` from ``alpha``.
@@ -150,7 +199,8 @@ class RidgeHeads:
         """
         if not isinstance(self.alpha, str):
             return self
-        return RidgeHeads(self.X, self.y, self.X_val, self.y_val, alpha=self.alpha, alphas=self.alphas, start=alpha)
+        return RidgeHeads(self.X, self.y, self.X_val, self.y_val, alpha=self.alpha, alphas=self.alphas, start=alpha,
+                          grams=self.grams)
 
     @torch.no_grad()
     def fit_linear(self, layer):

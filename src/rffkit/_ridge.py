@@ -22,13 +22,31 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._dense import cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_pays, system_upper
+from ._dense import (
+    bordered_system_upper, cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_pays, system_upper,
+)
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
 __all__ = [
-    "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha", "walk_ridge_alpha",
-    "fit_ridge_head",
+    "GramShare", "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha",
+    "walk_ridge_alpha", "fit_ridge_head",
 ]
+
+
+@dataclass
+class GramShare:
+    """A centred Gram matrix handed from one :func:`walk_ridge_alpha` to a later one.
+
+    ``known``, read by the walk: a Fortran-ordered float64 ``k x k`` array whose upper
+    triangle holds ``Zc[:, :k]^T Zc[:, :k] / n`` of the walk's own centred features
+    (the same rows and first ``k`` columns; the caller vouches for it), so that only
+    the products with the other columns are formed; ``formed``, written by the walk:
+    the ``D x D`` array of that kind it formed (both on the CPU, where ``syrk`` pays;
+    elsewhere neither is used).
+    """
+
+    known: np.ndarray | None = None
+    formed: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -272,7 +290,7 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
 
 
 @torch.no_grad()
-def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False):
+def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False, share=None):
     """The ridge head best on ``(Z_val, y_val)`` among ``alphas``, found by a walk from ``start``.
 
     From the grid value nearest ``start`` (on a log scale) the walk moves to a
@@ -284,12 +302,20 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False):
     the same head when the validation error is unimodal along the grid. When no
     penalty visited gives a finite score, :func:`select_ridge_alpha` decides. With
     ``overwrite_z`` (``Z`` a caller's temporary) ``Z`` is centred in place, not in a copy.
+    ``share`` (a :class:`GramShare`) hands in the Gram matrix of ``Z``'s first columns and
+    takes out the one formed.
     """
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z.sub_(z_mean) if overwrite_z else Z - z_mean
     if syrk_pays(Zc):  # the upper triangle only
-        gram = torch.from_numpy(system_upper(Zc, 1.0 / n))
+        known = None if share is None else share.known
+        if known is not None and known.shape[0] < Zc.shape[1]:
+            gram = torch.from_numpy(bordered_system_upper(Zc, known, 1.0 / n))
+        else:
+            gram = torch.from_numpy(system_upper(Zc, 1.0 / n))
+        if share is not None:
+            share.formed = gram.numpy()
     else:
         gram = gram_matrix(Zc).double() / n
     rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
@@ -401,7 +427,7 @@ def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
 
 
 @torch.no_grad()
-def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z=False):
+def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z=False, share=None):
     """The ridge head on ``Z`` and its score.
 
     ``alpha='auto'`` chooses the penalty among ``alphas`` with
@@ -409,7 +435,8 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     with :func:`walk_ridge_alpha`; a number is used as given. The score is the mean
     squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
     With ``overwrite_z`` a penalty given as a number, or found by a walk, may leave ``Z``
-    centred (see :func:`solve_ridge`, :func:`walk_ridge_alpha`).
+    centred (see :func:`solve_ridge`, :func:`walk_ridge_alpha`). ``share`` goes to the walk
+    (:func:`walk_ridge_alpha`), the only path that reads or fills it.
 
     Returns
     -------
@@ -417,7 +444,7 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     """
     if isinstance(alpha, str):
         if start is not None and Z_val is not None:
-            return walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, overwrite_z=overwrite_z)
+            return walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, overwrite_z=overwrite_z, share=share)
         return select_ridge_alpha(Z, y, Z_val, y_val, alphas)
     if Z_val is None:
         score, coef, intercept = gcv_score(Z, y, alpha)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ._history import FitHistory, snapshot
-from ._ridge import RidgeHead, fit_ridge_head, gcv_score
+from ._ridge import GramShare, RidgeHead, fit_ridge_head, gcv_score
 from ._settings import DEFAULT_SETTINGS
 
 __all__ = [
@@ -307,7 +307,7 @@ class SearchResult:
 
 def search_relevances(
     layer, X, y, X_val, y_val, *, alpha, auto_alpha, max_iter, n_iter_no_change, tol, generator,
-    relevance_penalty=0.0, settings=DEFAULT_SETTINGS, progress=None,
+    relevance_penalty=0.0, settings=DEFAULT_SETTINGS, progress=None, grams=None,
 ):
     """The relevance search and, for ``alpha='auto'``, its retries; the best is kept.
 
@@ -326,7 +326,9 @@ def search_relevances(
     head) or from the best head's (the retries), not by an eigendecomposition.
 
     ``progress(search, m, s, gcv, score)`` is called after every iteration, with
-    ``search`` a short label of the run (``'alpha=0.01, marginal start'``).
+    ``search`` a short label of the run (``'alpha=0.01, marginal start'``). ``grams`` (a
+    :class:`rffkit._heads.KernelGramMemo` on ``X``) keeps the Gram matrix of the last head's
+    features.
 
     Returns
     -------
@@ -344,9 +346,12 @@ def search_relevances(
             layer, X, y, X_val, y_val, alpha=search_alpha, max_iter=max_iter, n_iter_no_change=n_iter_no_change,
             tol=tol, generator=generator, relevance_penalty=relevance_penalty, settings=settings, progress=report,
         )
+        share = None if grams is None else GramShare()
         with torch.no_grad():
             head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, head_alpha,
-                                  settings.alpha_grid, start=head_start, overwrite_z=True)
+                                  settings.alpha_grid, start=head_start, overwrite_z=True, share=share)
+        if grams is not None:
+            grams.keep(layer, share)
         return SearchResult(history, head, layer.relevances.detach().clone(), search_alpha)
 
     best = run(alpha, uniform, f"alpha={alpha:g}", alpha)

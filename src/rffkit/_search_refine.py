@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._heads import RidgeHeads
+from ._heads import KernelGramMemo, RidgeHeads
 from ._refine import refine_layer
 from ._search import SearchResult, search_relevances
 from .kernels import KERNELS
@@ -59,17 +59,21 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
     search leaves holding its relevances.
     """
     settings = estimator._settings
+    # the searched layer's Gram matrix, for the linear-term move's ridge head
+    grams = KernelGramMemo(p.X_train) if estimator.linear_term else None
     found = search_relevances(
         layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
         max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
         generator=p.generator, relevance_penalty=estimator.relevance_penalty, settings=settings,
-        progress=_search_progress(progress),
+        progress=_search_progress(progress), grams=grams,
     )
     surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
-                           alphas=settings.alpha_grid)
+                           alphas=settings.alpha_grid, grams=grams)
     # the output heads judge the moves when a validation split can score them
     judge = p.heads or (estimator._output_heads(p, auto_alpha, found.head.alpha) if p.X_val is not None else None)
     judge = judge or surrogate
+    if grams is not None and judge is not surrogate:
+        grams.clear()
     searched, head = layer, found.head if judge is surrogate else judge.fit(layer)
     # a costly (logistic) path confirms the moves at the penalty chosen for the searched
     # layer, and chooses it again, near there, once for the layer they keep
@@ -87,6 +91,8 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
         )
         if full_path.costly and layer is not searched:
             head = full_path.around(head.alpha).fit(layer)
+    if grams is not None:
+        grams.clear()
     return Refined(found, layer, head, judge, full_path, surrogate)
 
 
