@@ -23,7 +23,14 @@ import numpy as np
 import torch
 
 from ._dense import (
-    bordered_system_upper, cholesky_solve_upper, gram_matrix, matmul, on_cpu, spd_inverse_upper, syrk_pays, system_upper,
+    bordered_system_upper,
+    cholesky_solve_upper,
+    gram_matrix,
+    matmul,
+    on_cpu,
+    spd_inverse_upper,
+    syrk_pays,
+    system_upper,
 )
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
 
