@@ -305,7 +305,7 @@ def test_the_searched_layers_gram_serves_its_linear_term_once():
                 for x in (X, X_val))
     layer = ARDRandomFourierFeatures.from_kernel(4, 80, random_state=0, dtype=torch.float64)
     alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
-    memo, share = KernelGramMemo(X), GramShare()
+    memo, share = KernelGramMemo(), GramShare()
     fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto", alphas, start=1e-3, share=share)
     memo.keep(layer, share)
     linear = layer.replace(linear=True)

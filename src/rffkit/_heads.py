@@ -134,8 +134,9 @@ def _same(a, b):
 
 
 class KernelGramMemo:
-    """The centred Gram matrix of one layer's random features on the training rows ``X``, kept from
-    the ridge head of the searched layer for the head of the same layer with its linear term.
+    """The centred Gram matrix of one layer's random features on the training rows, kept from the
+    ridge head of the searched layer for the head of the same layer with its linear term (one memo
+    serves the heads of one training set).
 
     The linear-term move's features are that layer's ``D`` columns and ``p`` more, so its walk
     (:func:`rffkit._ridge.walk_ridge_alpha`) forms only the new columns' products with all
@@ -144,16 +145,16 @@ class KernelGramMemo:
     linear columns and the same random features, once, and forgets it.
     """
 
-    def __init__(self, X):
-        self.X, self._state, self._gram = X, None, None
+    def __init__(self):
+        self._state = self._gram = None
 
     def keep(self, layer, share):
-        """Hold the Gram matrix ``share`` took out of the walk that fitted ``layer``'s head on ``X``."""
+        """Hold the Gram matrix ``share`` took out of the walk that fitted ``layer``'s head."""
         if not layer.has_linear and share is not None and share.formed is not None:
             self._state, self._gram = _kernel_state(layer), share.formed
 
     def share(self, layer):
-        """A :class:`~rffkit._ridge.GramShare` for the head of ``layer`` on ``X``: the kept matrix when
+        """A :class:`~rffkit._ridge.GramShare` for the head of ``layer``: the kept matrix when
         ``layer`` adds linear columns to the same random features."""
         known = None
         if layer.has_linear and self._state is not None and _same(self._state, _kernel_state(layer)):
@@ -171,7 +172,7 @@ class RidgeHeads:
 
     ``alpha`` is a penalty or 'auto' (chosen from ``alphas`` by
     :func:`rffkit._ridge.fit_ridge_head`, by a walk from ``start`` when it is given).
-    ``grams``: a :class:`KernelGramMemo` on ``X`` whose matrix the heads may use.
+    ``grams``: a :class:`KernelGramMemo` of heads on ``X`` whose matrix these heads may use.
     """
 
     #: A ridge head costs one Gram matrix and a few Cholesky solves: the refinement

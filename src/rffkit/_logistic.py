@@ -400,18 +400,19 @@ class _PrincipalProblem:
         columns = slice(int(active[0]), int(active[-1]) + 1) if contiguous else active
         n_rows = self.Zc.shape[0] if rows is None else rows.shape[0]
         target = self.target if rows is None else self.target[rows]
-        if self.forms_g or newton_is_cheaper(n_rows, active.numel(), self.n_out):
+        newton = newton_is_cheaper(n_rows, active.numel(), self.n_out)
+        if newton or self.forms_g:
             G = (self.G if rows is None else self.G[rows])[:, columns]
-            if newton_is_cheaper(n_rows, active.numel(), self.n_out):
-                solved, bias, n_iter, gradient = newton_logistic(
-                    G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
-                    tol=self.tol,
-                )
-            else:
-                solved, bias, n_iter, gradient = minimise_logistic(
-                    G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter,
-                    tol=self.tol, preconditioner=(None, scales),
-                )
+        if newton:
+            solved, bias, n_iter, gradient = newton_logistic(
+                G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
+                tol=self.tol,
+            )
+        elif self.forms_g:
+            solved, bias, n_iter, gradient = minimise_logistic(
+                G, target, 2.0 * alpha, weights=theta[active], bias=bias, max_iter=self.max_iter, tol=self.tol,
+                preconditioner=(None, scales),
+            )
         else:
             V = self.spectrum.eigenvectors[:, columns]
             Zc = self.Zc if rows is None else self.Zc[rows]

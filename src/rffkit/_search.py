@@ -327,7 +327,7 @@ def search_relevances(
 
     ``progress(search, m, s, gcv, score)`` is called after every iteration, with
     ``search`` a short label of the run (``'alpha=0.01, marginal start'``). ``grams`` (a
-    :class:`rffkit._heads.KernelGramMemo` on ``X``) keeps the Gram matrix of the last head's
+    :class:`rffkit._heads.KernelGramMemo` of heads on ``X``) keeps the Gram matrix of the last head's
     features.
 
     Returns

@@ -60,7 +60,7 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
     """
     settings = estimator._settings
     # the searched layer's Gram matrix, for the linear-term move's ridge head
-    grams = KernelGramMemo(p.X_train) if estimator.linear_term else None
+    grams = KernelGramMemo() if estimator.linear_term else None
     found = search_relevances(
         layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
         max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
