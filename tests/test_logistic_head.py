@@ -1,4 +1,5 @@
-"""The logistic numerics of rffkit._logistic (RFFNet's logistic head, RFFClassifier's solver) against references."""
+"""The logistic numerics of rffkit._logistic and rffkit._logistic_path (RFFNet's logistic head, RFFClassifier's
+solver) against references."""
 
 import numpy as np
 import pytest
@@ -6,13 +7,8 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
-from rffkit._logistic import (
-    logistic_head_path,
-    logistic_objective,
-    logistic_spectrum,
-    minimise_logistic,
-    objective_and_gradient,
-)
+from rffkit._logistic import logistic_objective, minimise_logistic, objective_and_gradient
+from rffkit._logistic_path import logistic_head_path, logistic_spectrum
 
 ALPHAS = tuple(10.0 ** (-k / 2.0) for k in range(0, 11))
 
@@ -157,7 +153,7 @@ def test_newton_reaches_the_lbfgs_optimum(n_classes, alpha):
 
 def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
     """Where Newton is the cheaper solver the cross-validated path is that of L-BFGS, to its tolerance."""
-    import rffkit._logistic as logistic
+    import rffkit._logistic_path as logistic
 
     Z, labels = _features(n=200, D=50, n_classes=3, seed=5)
     newton = logistic_head_path(Z, labels, 3, None, None, ALPHAS, n_folds=5, tol=1e-8, max_iter=5000)
@@ -172,7 +168,7 @@ def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
 @pytest.mark.parametrize("folds", [None, 4])
 def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes, folds):
     """L-BFGS evaluating G theta (G = Zc V formed) or Zc (V theta) solves the same problem."""
-    import rffkit._logistic as logistic
+    import rffkit._logistic_path as logistic
 
     Z, labels = _features(n=400, D=60, n_classes=n_classes, seed=7)
     train, val = slice(0, 300), slice(300, None)
@@ -193,7 +189,7 @@ def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_featur
 
 
 def test_the_principal_coordinates_are_formed_where_they_save_work():
-    from rffkit._logistic import _forms_g
+    from rffkit._logistic_path import _forms_g
 
     assert not _forms_g(25_374, 1_615, 1_615, 1)  # a binary head on many rows: V's products are cheaper
     assert _forms_g(1_213, 1_000, 1_000, 10)  # ten classes on few rows

@@ -2,7 +2,7 @@
 
 * The streamed logistic head (L-BFGS, one pass per evaluation, preconditioned by a sample's
   Hessian: rffkit._logistic_stream) minimises the same objective as the in-memory head
-  (rffkit._logistic.logistic_head_path) on the same fixed features and rows: both solved to
+  (rffkit._logistic_path.logistic_head_path) on the same fixed features and rows: both solved to
   a gradient of 1e-8, the logits agree within 1e-5 and the objectives within 1e-9 relative.
 * RFFClassifier streamed from a memory map or Parquet shards gives the in-memory model
   (probabilities within 1e-5, both solved to 1e-8).
@@ -29,7 +29,8 @@ from sklearn.metrics import log_loss
 import rffkit._rffnet_stream as stream
 from rffkit import RandomFourierFeatures, RFFClassifier, RFFNetClassifier
 from rffkit._classifier_stream import encode_labels
-from rffkit._logistic import logistic_head_path, logistic_objective
+from rffkit._logistic import logistic_objective
+from rffkit._logistic_path import logistic_head_path
 from rffkit._logistic_stream import SampleCurvature, StreamedLogistic
 from rffkit._streaming import validation_mask
 from rffkit.io import ArraySource, open_table

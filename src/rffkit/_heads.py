@@ -29,7 +29,7 @@ features.
 
 :class:`RidgeHeads` scores by squared error (the regressor, and the classifier's
 surrogate); :class:`LogisticHeads` by log-loss, with the penalty chosen along a
-preconditioned path (:func:`rffkit._logistic.logistic_head_path`).
+preconditioned path (:func:`rffkit._logistic_path.logistic_head_path`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from ._logistic import logistic_head_path
+from ._logistic_path import logistic_head_path
 from ._ridge import GramShare, fit_ridge_head, solve_ridge
 
 __all__ = ["KernelGramMemo", "RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
@@ -243,7 +243,7 @@ class LogisticHeads:
     """Logistic heads on class indices ``labels``, their penalty chosen by held-out log-loss.
 
     ``alphas``: the penalties tried (largest first, see
-    :func:`~rffkit._logistic.logistic_head_path`), scored on the validation split or,
+    :func:`~rffkit._logistic_path.logistic_head_path`), scored on the validation split or,
     with ``n_folds``, by cross-validation on the training rows; one penalty when it is
     fixed, or when nothing can be held out.
     """

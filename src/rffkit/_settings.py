@@ -170,7 +170,7 @@ class RFFNetSettings:
 
     # -- the classifier's logistic head ------------------------------------------------------
     #: L-BFGS iterations and gradient tolerance of each preconditioned logistic fit
-    #: (:func:`rffkit._logistic.logistic_head_path`); preconditioned, a fit takes 5-40.
+    #: (:func:`rffkit._logistic_path.logistic_head_path`); preconditioned, a fit takes 5-40.
     logistic_max_iter: int = 300
     #: Penalties of the logistic head when ``alpha='auto'``: half-decades 1e-6 ... 1.
     #: Smaller ones only make a nearly separable problem's probabilities more extreme,
