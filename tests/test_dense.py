@@ -92,6 +92,36 @@ def test_cholesky_solve_upper_reads_the_upper_triangle_and_refuses_an_indefinite
     assert vector.shape == (12,)
 
 
+def test_a_float32_system_is_formed_and_factorised_in_float32():
+    generator = np.random.default_rng(1)
+    A = generator.normal(size=(40, 12))
+    rhs = generator.normal(size=(12, 2))
+    system = dense.system_upper(torch.from_numpy(A.astype(np.float32)), 0.25, 2.0, dtype=np.float32)
+    assert system.dtype == np.float32 and system.flags.f_contiguous
+    np.testing.assert_allclose(np.triu(system), np.triu(0.25 * A.T @ A + 2.0 * np.eye(12)), rtol=1e-5, atol=1e-5)
+    solution = dense.cholesky_solve_upper(system, rhs)  # rhs in float64: solved in the system's float32
+    assert solution.dtype == np.float32
+    np.testing.assert_allclose(solution, np.linalg.solve(0.25 * A.T @ A + 2.0 * np.eye(12), rhs), rtol=1e-4, atol=1e-6)
+    assert dense.cholesky_solve_upper(np.asfortranarray(-system), rhs) is None
+
+
+def test_the_float32_ridge_solve_is_the_float64_one_to_its_precision_and_falls_back_when_singular():
+    generator = torch.Generator().manual_seed(3)
+    Z = torch.rand(3000, 60, generator=generator)  # above the size where the LAPACK path runs
+    y = torch.randn(3000, 2, generator=generator)
+    single = solve_ridge(Z, y, 1e-4, solve_dtype=torch.float32)
+    double = solve_ridge(Z, y, 1e-4)
+    assert single.coef.dtype == torch.float32
+    # cond(Z^T Z / n + 1e-4 I) is about 3e3 here: float32 leaves a few 1e-5 relative
+    torch.testing.assert_close(single.coef, double.coef, rtol=1e-3, atol=1e-3 * float(double.coef.abs().max()))
+    # a constant column at alpha = 0: the float32 factorisation fails, and the float64 solve
+    # (then least squares) answers as for float64 features, not None or NaN
+    singular = torch.cat([Z[:, :30], torch.full((3000, 1), 3.0)], dim=1)
+    fallback = solve_ridge(singular, y, 0.0, solve_dtype=torch.float32)
+    assert torch.isfinite(fallback.coef).all() and float(fallback.coef[-1].abs().max()) < 1e-4
+    torch.testing.assert_close(fallback.coef, solve_ridge(singular, y, 0.0).coef, rtol=1e-4, atol=1e-4)
+
+
 def test_the_lapack_ridge_solve_equals_the_torch_one_and_falls_back_when_singular():
     generator = torch.Generator().manual_seed(2)
     Z = torch.randn(3000, 60, generator=generator)  # above the size where the LAPACK path runs

@@ -498,6 +498,27 @@ def test_prescreening_keeps_the_escape_off_a_plateau():
     assert lam[0] == lam[1] and lam[0] in (0.5, 1.0) and new.score < 0.8 * head.score
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_screening_fits_factorise_in_the_features_precision(dtype, monkeypatch):
+    """The screening fits solve their system in the layer's dtype (float32 by default); confirming heads in float64."""
+    import rffkit._refine as refine
+
+    layer, X, y, X_val, y_val = _plateau_problem(3.0, n=1500, n_val=500)
+    layer, X, y, X_val, y_val = (t.to(dtype) for t in (layer, X, y, X_val, y_val))
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X), y, layer(X_val), y_val, "auto")
+    seen = []
+
+    def recording(Z, *args, solve_dtype=torch.float64, **kwargs):
+        seen.append((Z.dtype, solve_dtype))
+        return _fit_ridge_head(Z, *args, solve_dtype=solve_dtype, **kwargs)
+
+    monkeypatch.setattr(refine, "fit_ridge_head", recording)
+    refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
+                 settings=replace(DEFAULT_SETTINGS, prescreen_keep=None))
+    assert seen and set(seen) == {(dtype, dtype)}
+
+
 @pytest.mark.parametrize("subsample_features", [True, False])
 def test_screening_fits_use_the_subsample_feature_count(subsample_features, monkeypatch):
     """A screening fit on m rows uses the layer's first screening_n_components(m) features, not all D."""

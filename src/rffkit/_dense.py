@@ -92,13 +92,13 @@ def syrk_upper(Z):
         return syrk(1.0, view, trans=trans, lower=0)
 
 
-def system_upper(Z, scale, shift=0.0):
-    """``scale Z^T Z + shift I`` in float64, its upper triangle in a Fortran-ordered array (one
-    ``D x D`` allocation beside ``syrk``'s), ready for :func:`cholesky_solve_upper` or
-    :func:`spd_inverse_upper`."""
-    system = syrk_upper(Z).astype(np.float64, order="F")
-    system *= scale
-    system.flat[:: system.shape[0] + 1] += shift
+def system_upper(Z, scale, shift=0.0, dtype=np.float64):
+    """``scale Z^T Z + shift I`` in ``dtype``, its upper triangle in a Fortran-ordered array (one
+    ``D x D`` allocation beside ``syrk``'s, none when ``dtype`` is that of ``Z``), ready for
+    :func:`cholesky_solve_upper` or :func:`spd_inverse_upper`."""
+    system = syrk_upper(Z).astype(dtype, order="F", copy=False)
+    system *= system.dtype.type(scale)
+    system.flat[:: system.shape[0] + 1] += system.dtype.type(shift)
     return system
 
 
@@ -209,19 +209,21 @@ def matmul(a, b, out=None):
 def cholesky_solve_upper(system, rhs):
     """Solve ``A x = rhs`` from the upper triangle of ``A``, factorised in place by ``potrf``.
 
-    ``system`` is a Fortran-ordered float64 ``D x D`` array holding ``A``'s upper
-    triangle (what is below is ignored); it is overwritten with the factor. ``rhs`` is
-    an array of shape (D,) or (D, T). Returns ``x`` (the shape of ``rhs``), or None when
-    ``A`` is not numerically positive definite.
+    ``system`` is a Fortran-ordered float64 or float32 ``D x D`` array holding ``A``'s
+    upper triangle (what is below is ignored); it is overwritten with the factor. ``rhs``
+    is an array of shape (D,) or (D, T), solved in the dtype of ``system``. Returns ``x``
+    (the shape of ``rhs``), or None when ``A`` is not numerically positive definite.
     """
-    from scipy.linalg.lapack import dpotrf, dpotrs
+    from scipy.linalg.lapack import dpotrf, dpotrs, spotrf, spotrs
 
+    single = system.dtype == np.float32
+    potrf, potrs = (spotrf, spotrs) if single else (dpotrf, dpotrs)
     with _threads(system.shape[0] ** 3 / 3.0):
-        factor, info = dpotrf(system, lower=0, clean=0, overwrite_a=1)
+        factor, info = potrf(system, lower=0, clean=0, overwrite_a=1)
         if info != 0:
             return None
-        column = rhs.reshape(rhs.shape[0], -1)
-        solution, info = dpotrs(factor, column, lower=0)
+        column = rhs.reshape(rhs.shape[0], -1).astype(system.dtype, copy=False)
+        solution, info = potrs(factor, column, lower=0)
     return solution.reshape(rhs.shape) if info == 0 else None
 
 

@@ -33,7 +33,9 @@ a move with more than ``prescreen_keep`` candidates first looks at all of them o
 the search's penalty on all ``D`` features of the layer (with
 ``settings.screen_subsample_features``, on its first ``floor(sqrt(m) log m)`` for ``m``
 rows, Li et al., 2018: :func:`rffkit._search.screening_n_components`; cheaper, as a
-screening fit costs ``m D^2 + D^3 / 3``, but biased to smoother candidates). The best
+screening fit costs ``m D^2 + D^3 / 3``, but biased to smoother candidates), its
+``D x D`` system factorised in the features' precision (float32 unless the fit runs in
+float64: a screening score only ranks the candidates). The best
 rescaled or aligned layer is confirmed once, a pruned one only if it screens better
 than the layer; every confirmation refits the head on
 all training rows (a ridge head walks its penalty from the search head's) and, with
@@ -304,9 +306,10 @@ def refine_layer(
         k = None
         if settings.screen_subsample_features:
             k = min(candidate.n_components, screening_n_components(X_rows.shape[0], settings))
-        Z_val = None if X_val is None else candidate(X_val, k)
-        return fit_ridge_head(candidate(X_rows, k), y_rows, Z_val, y_val, search_alpha, settings.alpha_grid,
-                              overwrite_z=True).score
+        Z, Z_val = candidate(X_rows, k), None if X_val is None else candidate(X_val, k)
+        # the system is solved in the features' precision: a screening score only ranks candidates
+        return fit_ridge_head(Z, y_rows, Z_val, y_val, search_alpha, settings.alpha_grid, overwrite_z=True,
+                              solve_dtype=Z.dtype).score
 
     loss = heads.validation_losses(head, layer)
     if linear_term and not layer.has_linear:

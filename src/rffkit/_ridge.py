@@ -86,14 +86,14 @@ class RidgeHead:
         return ((self.predict(Z) - y) ** 2).sum(dim=1)
 
 
-def _lapack_solve_centred(Zc, yc, alpha, per_sample):
-    """The coefficients of :func:`_solve_centred` in float64 by ``syrk``, ``potrf`` and ``potrs`` on
-    the upper triangle, with one ``D x D`` float64 array for the system and its factor; None
-    when the system is not numerically positive definite."""
+def _lapack_solve_centred(Zc, yc, alpha, per_sample, dtype=np.float64):
+    """The coefficients of :func:`_solve_centred` in ``dtype`` by ``syrk``, ``potrf`` and ``potrs``
+    on the upper triangle, with one ``D x D`` array for the system and its factor (float32:
+    ``syrk``'s own); None when the system is not numerically positive definite."""
     n, D = Zc.shape
     scale = 1.0 / n if per_sample else 1.0
-    system = system_upper(Zc, scale, alpha)
-    rhs = matmul(Zc.T, yc.reshape(n, -1)).double().numpy() * scale
+    system = system_upper(Zc, scale, alpha, dtype=dtype)
+    rhs = matmul(Zc.T, yc.reshape(n, -1)).numpy().astype(dtype) * dtype(scale)
     coef = cholesky_solve_upper(system, rhs)
     return None if coef is None else torch.from_numpy(coef).reshape((D, *yc.shape[1:]))
 
@@ -102,11 +102,19 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
     """``coef`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
 
     The products run in the dtype of ``Zc``, the ``D x D`` solve in ``solve_dtype``
-    (None: the same): on LAPACK for a large CPU problem solved in float64 without a
-    gradient, else on torch, by Cholesky with a least-squares fallback.
+    (None: the same): on LAPACK for a large CPU problem solved in float64, or in float32
+    from float32 features, without a gradient, else on torch, by Cholesky with a
+    least-squares fallback. A float32 system that is not numerically positive definite
+    is solved again in float64.
     """
-    if (solve_dtype == torch.float64 and syrk_pays(Zc) and on_cpu(Zc, yc)
-            and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad))):
+    lapack = (syrk_pays(Zc) and on_cpu(Zc, yc)
+              and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad)))
+    if lapack and solve_dtype == torch.float32 == Zc.dtype:
+        coef = _lapack_solve_centred(Zc, yc, alpha, per_sample, np.float32)
+        if coef is not None:
+            return coef
+        solve_dtype = torch.float64
+    if lapack and solve_dtype == torch.float64:
         coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
         if coef is not None:
             return coef.to(Zc.dtype)
@@ -120,6 +128,8 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
     factor, info = torch.linalg.cholesky_ex(gram)
     if int(info) == 0:
         coef = torch.cholesky_solve(column, factor)
+    elif solve_dtype == torch.float32 and gram.dtype == torch.float32:  # asked for float32: again in float64
+        return _solve_centred(Zc, yc, alpha, per_sample, torch.float64)
     else:  # numerically singular (a tiny alpha, rank-deficient Z): least squares
         # on the CPU by SVD (gelsd): torch's default there, MKL's gelsy, returned solutions off by
         # up to 0.07 on a rank-deficient system when run on two threads, differing call to call
@@ -434,7 +444,8 @@ def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
 
 
 @torch.no_grad()
-def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z=False, share=None):
+def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z=False, share=None,
+                   solve_dtype=torch.float64):
     """The ridge head on ``Z`` and its score.
 
     ``alpha='auto'`` chooses the penalty among ``alphas`` with
@@ -443,7 +454,8 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     squared error on ``(Z_val, y_val)``, or the GCV score without a validation split.
     With ``overwrite_z`` a penalty given as a number, or found by a walk, may leave ``Z``
     centred (see :func:`solve_ridge`, :func:`walk_ridge_alpha`). ``share`` goes to the walk
-    (:func:`walk_ridge_alpha`), the only path that reads or fills it.
+    (:func:`walk_ridge_alpha`), the only path that reads or fills it; ``solve_dtype`` to
+    :func:`solve_ridge` when the penalty is a number and a validation split scores it.
 
     Returns
     -------
@@ -456,6 +468,6 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     if Z_val is None:
         score, coef, intercept = gcv_score(Z, y, alpha)
         return RidgeHead(alpha, coef, intercept, float(score))
-    solution = solve_ridge(Z, y, alpha, overwrite_z=overwrite_z)
+    solution = solve_ridge(Z, y, alpha, overwrite_z=overwrite_z, solve_dtype=solve_dtype)
     residual = Z_val @ solution.coef + solution.intercept - y_val
     return RidgeHead(alpha, solution.coef, solution.intercept, float((residual * residual).mean()))
