@@ -105,7 +105,8 @@ def test_a_float32_system_is_formed_and_factorised_in_float32():
     assert dense.cholesky_solve_upper(np.asfortranarray(-system), rhs) is None
 
 
-def test_the_float32_ridge_solve_is_the_float64_one_to_its_precision_and_falls_back_when_singular():
+@pytest.mark.parametrize("width", [30, 60])  # a singular system of 31 columns on torch, of 61 on LAPACK
+def test_the_float32_ridge_solve_is_the_float64_one_to_its_precision_and_falls_back_when_singular(width):
     generator = torch.Generator().manual_seed(3)
     Z = torch.rand(3000, 60, generator=generator)  # above the size where the LAPACK path runs
     y = torch.randn(3000, 2, generator=generator)
@@ -116,7 +117,8 @@ def test_the_float32_ridge_solve_is_the_float64_one_to_its_precision_and_falls_b
     torch.testing.assert_close(single.coef, double.coef, rtol=1e-3, atol=1e-3 * float(double.coef.abs().max()))
     # a constant column at alpha = 0: the float32 factorisation fails, and the float64 solve
     # (then least squares) answers as for float64 features, not None or NaN
-    singular = torch.cat([Z[:, :30], torch.full((3000, 1), 3.0)], dim=1)
+    singular = torch.cat([Z[:, :width], torch.full((3000, 1), 3.0)], dim=1)
+    assert dense.syrk_pays(singular) == (width == 60)
     fallback = solve_ridge(singular, y, 0.0, solve_dtype=torch.float32)
     assert torch.isfinite(fallback.coef).all() and float(fallback.coef[-1].abs().max()) < 1e-4
     torch.testing.assert_close(fallback.coef, solve_ridge(singular, y, 0.0).coef, rtol=1e-4, atol=1e-4)
