@@ -253,6 +253,22 @@ def test_settings_sweep_table_compares_each_setting_with_the_defaults(tmp_path, 
         sweep.run(tmp_path, 1, ["nonsense"], output)
 
 
+def test_settings_sweep_runs_only_settings_the_library_has(tmp_path, monkeypatch):
+    # a setting naming a field the library dropped, or an experiment hook out of step with the
+    # code it patches, would fail only hours into a sweep: every setting must build its settings
+    from rffkit._settings import DEFAULT_SETTINGS
+
+    sweep = _load("bench_settings", tmp_path, monkeypatch)
+    for configs in (sweep.CONFIGS, sweep.SMALL_CONFIGS):
+        for name, fields in configs.items():
+            settings = sweep.settings_of(fields)
+            for field, value in fields.items():
+                if field != sweep.FLOAT32_SCREENING:
+                    assert getattr(settings, field) == value, (name, field)
+    assert sweep.settings_of(sweep.CONFIGS["fp32chol"]) == DEFAULT_SETTINGS
+    assert not set(sweep.RETIRED) & set(sweep.CONFIGS)
+
+
 def test_settings_sweep_small_suite_table_gives_each_draw_and_the_mean(tmp_path, monkeypatch):
     sweep = _load("bench_settings", tmp_path, monkeypatch)
     rows = [dict(config=config, problem="SE1_5k", seed=draw, cpu=cpu, mse=mse + draw / 1000, found=5 - (draw == 1))
