@@ -12,7 +12,9 @@ from dataclasses import replace
 from rffkit._refine import _rescaled_layers, refine_layer, relevance_groups, target_spectrum
 from rffkit._ridge import fit_ridge_head as _fit_ridge_head
 from rffkit._ridge import gcv_score, select_ridge_alpha, solve_ridge
-from rffkit._search import default_n_components, marginal_r2, screening_n_components, search_schedule
+from rffkit._search import (
+    default_n_components, marginal_r2, polish_relevances, screening_n_components, search_schedule,
+)
 from rffkit._settings import DEFAULT_SETTINGS
 
 GRID = DEFAULT_SETTINGS.alpha_grid
@@ -484,6 +486,29 @@ def test_refine_layer_adds_the_linear_term_for_a_trend():
     same, unchanged = refine_layer(layer, X, y, X_val, y_val, head, search_alpha=1e-4, generator=torch.Generator(),
                                    linear_term=False, rescale_groups=False)
     assert same is layer and unchanged is head
+
+
+def test_polish_lowers_the_gcv_of_all_features_and_keeps_the_draw():
+    """The last stage fits the relevances with every feature, on all rows: their GCV falls, the draw stays."""
+    rng = np.random.default_rng(1)
+    X = torch.as_tensor(rng.normal(size=(1500, 4)))
+    y = torch.sin(1.5 * (X[:, :1] + X[:, 1:2])) + 0.1 * torch.as_tensor(rng.normal(size=(1500, 1)))
+    layer = ARDRandomFourierFeatures.from_kernel(
+        4, 400, relevance=[0.3, 0.3, 0.3, 0.3], random_state=0, dtype=torch.float64, linear=True,
+    )
+    draw = [layer.frequencies.clone(), layer.offsets.clone()]
+
+    def gcv():
+        with torch.no_grad():
+            return float(gcv_score(layer(X), y, 1e-4)[0])
+
+    before = gcv()
+    history = polish_relevances(layer, X, y, alpha=1e-4, max_iter=6)
+    lam = layer.relevances.detach().abs().numpy()
+    assert 1 <= history.n_iter <= 6 and gcv() == pytest.approx(min(history.train_loss))
+    assert gcv() < 0.5 * before  # the features of x0 + x1 sharpen, those of x2, x3 fade
+    assert lam[:2].min() > 2 * lam[2:].max()
+    assert torch.equal(layer.frequencies, draw[0]) and torch.equal(layer.offsets, draw[1])
 
 
 def test_prescreening_keeps_the_escape_off_a_plateau():

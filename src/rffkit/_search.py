@@ -34,6 +34,7 @@ __all__ = [
     "stage_evaluations",
     "search_schedule",
     "fit_variable_projection",
+    "polish_relevances",
     "marginal_r2",
     "SearchResult",
     "search_relevances",
@@ -256,6 +257,31 @@ def fit_variable_projection(
         evaluations = 15_000 if budget is None else stage_evaluations(m, s, budget)  # 15,000: SciPy's default
         history.stopped_on_max_iter = stage.run(max_iter, max(evaluations, settings.min_stage_evaluations))
         layer.load_state_dict(history.state)  # the next stage starts from the best so far
+    return history
+
+
+def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, relevance_penalty=0.0, progress=None):
+    """One last stage of the search: L-BFGS on the GCV score of all of ``layer``'s features on all rows.
+
+    The stages of :func:`fit_variable_projection` fit their relevances with the first
+    ``floor(sqrt(m) log m)`` features; this stage uses every feature the model's head
+    uses (with ``layer``'s linear columns, when it has them), on all of ``(X, y)``, for
+    at most ``max_iter`` iterations and ``max_evaluations`` GCV evaluations (None: three
+    per iteration), and leaves ``layer`` at the iterate of lowest GCV score (no
+    validation split takes part: the caller judges the result).
+
+    Returns
+    -------
+    FitHistory
+        The stage's iterations (``train_loss`` and ``validation_loss`` both hold the GCV score).
+    """
+    history = FitHistory(state=snapshot(layer))
+    stage = _Stage(
+        layer, X, y, None, None, layer.n_components, alpha=alpha, relevance_penalty=relevance_penalty, tol=0.0,
+        n_iter_no_change=None, history=history, progress=progress,
+    )
+    stage.run(max_iter, 3 * max_iter if max_evaluations is None else max_evaluations)
+    layer.load_state_dict(history.state)
     return history
 
 

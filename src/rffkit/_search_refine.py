@@ -7,20 +7,25 @@ again at larger penalties on a training split of a few thousand rows and keeps t
 lower validation loss: there a search at ten times the penalty can keep a weak pair of
 interacting inputs visible that the refinement then resolves, where at the default
 penalty it sinks among the irrelevant inputs; before the moves the two searched layers
-score alike on validation, so the choice waits for them.
+score alike on validation, so the choice waits for them. In that range :func:`polish`
+then continues the kept layer's search with all of its features.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import NamedTuple
 
 from ._heads import KernelGramMemo, RidgeHeads
 from ._refine import refine_layer
-from ._search import SearchResult, search_relevances
+from ._search import SearchResult, polish_relevances, search_relevances, stage_evaluations
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
 
-__all__ = ["Refined", "search_and_refine", "search_and_refine_retried"]
+__all__ = ["Refined", "search_and_refine", "search_and_refine_retried", "polish"]
+
+logger = logging.getLogger("rffkit.refine")
 
 
 class Refined(NamedTuple):
@@ -125,4 +130,41 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
         if loss < kept_loss:
             kept, kept_loss, after = other, loss, p.generator.get_state()
     p.generator.set_state(after)
+    if settings.polish_iterations > 0:
+        kept = polish(estimator, p, kept, y_train, progress)
     return kept
+
+
+def _rounded(relevances):
+    return " ".join(f"{value:.3g}" for value in relevances.detach().cpu().tolist())
+
+
+def polish(estimator, p, kept, y_train, progress):
+    """``kept`` with its layer's relevances polished by :func:`rffkit._search.polish_relevances`, or as it is.
+
+    The last stage runs at the kept search's penalty on the least-squares target of all
+    training rows, within ``settings.polish_flop_budget`` (none when that affords fewer than
+    ``settings.min_stage_evaluations`` evaluations); the head is chosen again near the kept
+    head's penalty. The polished
+    model replaces the kept one unless its per-sample validation loss is higher by more
+    than ``settings.polish_z`` standard errors of the paired differences: the polish's
+    GCV score is taken on all training rows, the validation split holds a tenth of them.
+    """
+    settings = estimator._settings
+    evaluations = stage_evaluations(p.X_train.shape[0], kept.layer.n_components, settings.polish_flop_budget)
+    if evaluations < settings.min_stage_evaluations:
+        return kept
+    layer = kept.layer.replace(relevances=kept.layer.relevances.detach().clone())
+    progress.stage(f"polish, {layer.n_components} features")
+    polish_relevances(layer, p.X_train, y_train, alpha=kept.found.alpha, max_iter=settings.polish_iterations,
+                      max_evaluations=evaluations, relevance_penalty=estimator.relevance_penalty)
+    heads = kept.full_path.around(kept.head.alpha)
+    head = heads.fit(layer)
+    before, after = kept.judge.validation_losses(kept.head, kept.layer), heads.validation_losses(head, layer)
+    rise = (after - before).double()
+    mean, threshold = float(rise.mean()), float(settings.polish_z * rise.std() / math.sqrt(rise.shape[0]))
+    accepted = math.isfinite(mean) and mean <= threshold
+    logger.debug("polish at search penalty %g: validation loss change %.4g (threshold %.4g): %s; head penalty "
+                 "%g -> %g, relevances %s -> %s", kept.found.alpha, mean, threshold, "kept" if accepted else "rejected",
+                 kept.head.alpha, head.alpha, _rounded(kept.layer.relevances), _rounded(layer.relevances))
+    return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
