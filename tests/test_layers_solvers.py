@@ -511,6 +511,30 @@ def test_polish_lowers_the_gcv_of_all_features_and_keeps_the_draw():
     assert torch.equal(layer.frequencies, draw[0]) and torch.equal(layer.offsets, draw[1])
 
 
+def test_polish_stops_at_its_evaluation_budget_even_inside_a_line_search(monkeypatch):
+    """SciPy checks maxfun only between iterations; the stage itself refuses the evaluation past the budget."""
+    import rffkit._search as search
+
+    calls, score = [], search.gcv_score
+
+    def counted(Z, y, alpha):
+        calls.append(alpha)
+        return score(Z, y, alpha)
+
+    monkeypatch.setattr(search, "gcv_score", counted)
+    rng = np.random.default_rng(2)
+    X = torch.as_tensor(rng.normal(size=(600, 3)))
+    y = torch.sin(2.0 * X[:, :1]) + 0.1 * torch.as_tensor(rng.normal(size=(600, 1)))
+    layer = ARDRandomFourierFeatures.from_kernel(3, 100, relevance=[0.2, 0.2, 0.2], random_state=0)
+    start = layer.relevances.detach().clone()
+    polish_relevances(layer, X, y, alpha=1e-4, max_iter=50, max_evaluations=3)
+    assert len(calls) == 3
+    assert not torch.equal(layer.relevances, start)  # the best iterate before the budget ran out
+    calls.clear()
+    polish_relevances(layer, X, y, alpha=1e-4, max_iter=50, max_evaluations=100, tol=0.5, n_iter_no_change=1)
+    assert 1 <= len(calls) < 100  # a stall of one iteration under half the score ends the stage
+
+
 def test_prescreening_keeps_the_escape_off_a_plateau():
     """With one candidate per move kept after the first look on fewer rows, the rescaled group still wins."""
     layer, X, y, X_val, y_val = _plateau_problem(3.0)

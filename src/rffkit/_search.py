@@ -121,6 +121,10 @@ class _NonFiniteObjective(Exception):
     """The GCV objective left the region where it is finite; the stage keeps its best point."""
 
 
+class _BudgetSpent(Exception):
+    """The stage has made all the GCV evaluations it may; it keeps its best point."""
+
+
 class _Stage:
     """One stage of the search: L-BFGS-B on ``lambda``, GCV of the first ``s`` features on ``m`` rows.
 
@@ -133,13 +137,16 @@ class _Stage:
     """
 
     def __init__(self, layer, X, y, X_val, y_val, s, *, alpha, relevance_penalty, tol, n_iter_no_change, history,
-                 progress):
+                 progress, max_evaluations=None):
         self.layer, self.X, self.y, self.X_val, self.y_val, self.s = layer, X, y, X_val, y_val, s
         self.alpha, self.relevance_penalty = alpha, relevance_penalty
         self.tol, self.n_iter_no_change = tol, n_iter_no_change
         self.history, self.progress = history, progress
         self.fits = {}  # the ridge fit at each point evaluated since the last iteration
         self.best, self.stall = math.inf, 0
+        # a hard limit: SciPy checks its own (maxfun) only between iterations, and a line
+        # search on a flat float32 objective can take a dozen evaluations within one
+        self.max_evaluations, self.evaluations = max_evaluations, 0
 
     def _install(self, values):
         relevances = self.layer.relevances
@@ -147,6 +154,9 @@ class _Stage:
             relevances.copy_(torch.as_tensor(values, dtype=relevances.dtype, device=relevances.device))
 
     def objective(self, values):
+        if self.max_evaluations is not None and self.evaluations >= self.max_evaluations:
+            raise _BudgetSpent
+        self.evaluations += 1
         self._install(values)
         relevances = self.layer.relevances
         relevances.grad = None
@@ -201,7 +211,7 @@ class _Stage:
                 self.objective, start, jac=True, method="L-BFGS-B", callback=self.callback, bounds=bounds,
                 options={"maxiter": max_iter, "maxfun": max_evaluations},
             )
-        except _NonFiniteObjective:
+        except (_NonFiniteObjective, _BudgetSpent):
             return False
         # ended on the iteration limit while still improving (not on the flop budget, nor converged)
         return bool(result.nit >= max_iter and (self.n_iter_no_change is None or self.stall < self.n_iter_no_change))
@@ -260,15 +270,17 @@ def fit_variable_projection(
     return history
 
 
-def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, relevance_penalty=0.0, progress=None):
+def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, tol=0.0, n_iter_no_change=None,
+                      relevance_penalty=0.0, progress=None):
     """One last stage of the search: L-BFGS on the GCV score of all of ``layer``'s features on all rows.
 
     The stages of :func:`fit_variable_projection` fit their relevances with the first
     ``floor(sqrt(m) log m)`` features; this stage uses every feature the model's head
     uses (with ``layer``'s linear columns, when it has them), on all of ``(X, y)``, for
     at most ``max_iter`` iterations and ``max_evaluations`` GCV evaluations (None: three
-    per iteration), and leaves ``layer`` at the iterate of lowest GCV score (no
-    validation split takes part: the caller judges the result).
+    per iteration), ending early after ``n_iter_no_change`` iterations (None: never) that
+    lower the score by less than ``tol`` of it, and leaves ``layer`` at the iterate of lowest GCV
+    score (no validation split takes part: the caller judges the result).
 
     Returns
     -------
@@ -276,11 +288,12 @@ def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, rel
         The stage's iterations (``train_loss`` and ``validation_loss`` both hold the GCV score).
     """
     history = FitHistory(state=snapshot(layer))
+    max_evaluations = 3 * max_iter if max_evaluations is None else max_evaluations
     stage = _Stage(
-        layer, X, y, None, None, layer.n_components, alpha=alpha, relevance_penalty=relevance_penalty, tol=0.0,
-        n_iter_no_change=None, history=history, progress=progress,
+        layer, X, y, None, None, layer.n_components, alpha=alpha, relevance_penalty=relevance_penalty, tol=tol,
+        n_iter_no_change=n_iter_no_change, history=history, progress=progress, max_evaluations=max_evaluations,
     )
-    stage.run(max_iter, 3 * max_iter if max_evaluations is None else max_evaluations)
+    stage.run(max_iter, max_evaluations)
     layer.load_state_dict(history.state)
     return history
 

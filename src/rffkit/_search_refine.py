@@ -18,7 +18,7 @@ import math
 from typing import NamedTuple
 
 from ._heads import KernelGramMemo, RidgeHeads
-from ._refine import refine_layer
+from ._refine import _Numbers, refine_layer
 from ._search import SearchResult, polish_relevances, search_relevances, stage_evaluations
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
@@ -135,20 +135,16 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
     return kept
 
 
-def _rounded(relevances):
-    return " ".join(f"{value:.3g}" for value in relevances.detach().cpu().tolist())
-
-
 def polish(estimator, p, kept, y_train, progress):
     """``kept`` with its layer's relevances polished by :func:`rffkit._search.polish_relevances`, or as it is.
 
     The last stage runs at the kept search's penalty on the least-squares target of all
-    training rows, within ``settings.polish_flop_budget`` (none when that affords fewer than
-    ``settings.min_stage_evaluations`` evaluations); the head is chosen again near the kept
-    head's penalty. The polished
-    model replaces the kept one unless its per-sample validation loss is higher by more
-    than ``settings.polish_z`` standard errors of the paired differences: the polish's
-    GCV score is taken on all training rows, the validation split holds a tenth of them.
+    training rows, within ``settings.polish_flop_budget`` (none when that affords fewer
+    than ``settings.min_stage_evaluations`` evaluations); the head is chosen again near the
+    kept head's penalty. The polished model replaces the kept one unless its per-sample
+    validation loss is higher by more than ``settings.polish_z`` standard errors of the
+    paired differences: the polish's GCV score is taken on all training rows, the
+    validation split holds a tenth of them.
     """
     settings = estimator._settings
     evaluations = stage_evaluations(p.X_train.shape[0], kept.layer.n_components, settings.polish_flop_budget)
@@ -157,7 +153,8 @@ def polish(estimator, p, kept, y_train, progress):
     layer = kept.layer.replace(relevances=kept.layer.relevances.detach().clone())
     progress.stage(f"polish, {layer.n_components} features")
     polish_relevances(layer, p.X_train, y_train, alpha=kept.found.alpha, max_iter=settings.polish_iterations,
-                      max_evaluations=evaluations, relevance_penalty=estimator.relevance_penalty)
+                      max_evaluations=evaluations, tol=settings.polish_tol, n_iter_no_change=settings.polish_patience,
+                      relevance_penalty=estimator.relevance_penalty)
     heads = kept.full_path.around(kept.head.alpha)
     head = heads.fit(layer)
     before, after = kept.judge.validation_losses(kept.head, kept.layer), heads.validation_losses(head, layer)
@@ -166,5 +163,5 @@ def polish(estimator, p, kept, y_train, progress):
     accepted = math.isfinite(mean) and mean <= threshold
     logger.debug("polish at search penalty %g: validation loss change %.4g (threshold %.4g): %s; head penalty "
                  "%g -> %g, relevances %s -> %s", kept.found.alpha, mean, threshold, "kept" if accepted else "rejected",
-                 kept.head.alpha, head.alpha, _rounded(kept.layer.relevances), _rounded(layer.relevances))
+                 kept.head.alpha, head.alpha, _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
     return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept

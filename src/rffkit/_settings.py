@@ -83,12 +83,15 @@ class RFFNetSettings:
     #: last search stage on all training rows with all ``D`` of its features, at the kept
     #: search's penalty, for at most ``polish_iterations`` L-BFGS iterations (0: none) and
     #: the GCV evaluations ``polish_flop_budget`` affords (13 at 4,500 rows, 10 at 10,000;
-    #: skipped under ``min_stage_evaluations``). The search's stages see
+    #: skipped under ``min_stage_evaluations``), ending after ``polish_patience`` iterations
+    #: that lower the GCV score by less than ``polish_tol`` of it. The search's stages see
     #: ``floor(sqrt(m) log m)`` features (564 of the 2,250 at 4,500 rows), to which a fast
     #: factor of a weakly relevant input is noise; the polished layer is kept unless its
     #: validation loss is higher by more than ``polish_z`` standard errors.
     polish_iterations: int = 12
     polish_flop_budget: float = 1.2e12
+    polish_tol: float = 1e-5
+    polish_patience: int = 2
     polish_z: float = 2.0
 
     # -- the coarse-to-fine relevance search ------------------------------------------------
