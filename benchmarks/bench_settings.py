@@ -108,6 +108,7 @@ SMALL_CONFIGS = {
     "one_stage_floor05": {"first_stage_rows": 5000, "group_floor": 0.05},
     "alpha1e-5_floor05": {"default_alpha": 1e-5, "group_floor": 0.05},
     "budget1e12_floor05": {"search_flop_budget": 1e12, "group_floor": 0.05},
+    "polish": {"polish_iterations": 12},
 }
 SUITES = {"50k": (PROBLEMS, CONFIGS, "settings"), "se1_5k": (SMALL_PROBLEMS, SMALL_CONFIGS, "settings_se1_5k")}
 

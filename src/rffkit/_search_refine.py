@@ -7,8 +7,9 @@ again at larger penalties on a training split of a few thousand rows and keeps t
 lower validation loss: there a search at ten times the penalty can keep a weak pair of
 interacting inputs visible that the refinement then resolves, where at the default
 penalty it sinks among the irrelevant inputs; before the moves the two searched layers
-score alike on validation, so the choice waits for them. In that range :func:`polish`
-then continues the kept layer's search with all of its features.
+score alike on validation, so the choice waits for them. In that range, when
+``settings.polish_iterations`` asks for it (not by default), :func:`polish` then continues
+the kept layer's search with all of its features.
 """
 
 from __future__ import annotations

@@ -79,16 +79,19 @@ class RFFNetSettings:
     #: accuracy, and before the moves the two searches score alike on validation.
     refined_retry_factors: tuple = (10.0,)
     refined_retry_rows: int = 10_000
-    #: In the same range (the refined retry's), the kept layer's relevances are polished by a
-    #: last search stage on all training rows with all ``D`` of its features, at the kept
-    #: search's penalty, for at most ``polish_iterations`` L-BFGS iterations (0: none) and
-    #: the GCV evaluations ``polish_flop_budget`` affords (13 at 4,500 rows, 10 at 10,000;
-    #: skipped under ``min_stage_evaluations``), ending after ``polish_patience`` iterations
-    #: that lower the GCV score by less than ``polish_tol`` of it. The search's stages see
-    #: ``floor(sqrt(m) log m)`` features (564 of the 2,250 at 4,500 rows), to which a fast
-    #: factor of a weakly relevant input is noise; the polished layer is kept unless its
-    #: validation loss is higher by more than ``polish_z`` standard errors.
-    polish_iterations: int = 12
+    #: In the same range (the refined retry's), with ``polish_iterations`` > 0, the kept
+    #: layer's relevances are polished by a last search stage on all training rows with all
+    #: ``D`` of its features (the search's stages see ``floor(sqrt(m) log m)``: 564 of the
+    #: 2,250 at 4,500 rows), at the kept search's penalty, for at most ``polish_iterations``
+    #: L-BFGS iterations and the GCV evaluations ``polish_flop_budget`` affords (13 at 4,500
+    #: rows, 10 at 10,000; none under ``min_stage_evaluations``), ending after
+    #: ``polish_patience`` iterations that lower the GCV score by less than ``polish_tol`` of
+    #: it; the polished model is kept unless its validation loss is higher by more than
+    #: ``polish_z`` standard errors. Off by default: it helps SE1 and SE2 (the weak pair of
+    #: SE1 found in every draw at 5,000 rows) but on real tables cut to 4,500 training rows it
+    #: lost R^2 on cps and a noise ranking on TV16, at 1.4-1.8 times the CPU time
+    #: (benchmarks/results/gp.md, small_data.md).
+    polish_iterations: int = 0
     polish_flop_budget: float = 1.2e12
     polish_tol: float = 1e-5
     polish_patience: int = 2
