@@ -42,7 +42,9 @@ import torch
 from ._logistic_path import logistic_head_path
 from ._ridge import GramShare, fit_ridge_head, solve_ridge
 
-__all__ = ["KernelGramMemo", "RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "reduce_to_linear"]
+__all__ = [
+    "KernelGramMemo", "RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "paired_gain", "reduce_to_linear",
+]
 
 
 def _joined(first, second):
@@ -68,6 +70,15 @@ def on_layer(layer, head, kept, scale):
     return dataclasses.replace(head, coef=full.reshape((layer.width,) + tuple(head.coef.shape[1:])))
 
 
+def paired_gain(losses, new_losses, z):
+    """``(mean, threshold, n)``: the mean of ``losses - new_losses`` (per-sample validation losses of
+    two models on the same ``n`` rows) and ``z`` standard errors of these paired differences;
+    the new model validates better by more than ``z`` standard errors when ``mean > threshold``."""
+    gain = (losses - new_losses).double()
+    n = gain.shape[0]
+    return float(gain.mean()), float(z * gain.std() / math.sqrt(n)), n
+
+
 @torch.no_grad()
 def reduce_to_linear(heads, layer, head, *, z=0.0, kernel_wins=None, linear_heads=None):
     """``(layer, head, reduced)``: the linear-only model unless the kernel model beats it.
@@ -90,8 +101,9 @@ def reduce_to_linear(heads, layer, head, *, z=0.0, kernel_wins=None, linear_head
     linear_head = None
     if kernel_wins is None:
         linear_head = heads.fit_linear(linear_layer)
-        gain = (heads.validation_losses(linear_head, linear_layer) - heads.validation_losses(head, layer)).double()
-        kernel_wins = bool(gain.mean() > z * gain.std() / math.sqrt(gain.shape[0]))
+        mean, threshold, _ = paired_gain(heads.validation_losses(linear_head, linear_layer),
+                                         heads.validation_losses(head, layer), z)
+        kernel_wins = mean > threshold
     if kernel_wins:
         return layer, head, False
     if linear_head is None or linear_heads is not None:

@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from ._dense import cos, matmul, sin
-from ._heads import RidgeHeads
+from ._heads import RidgeHeads, paired_gain
 from ._ridge import fit_ridge_head
 from ._search import screening_n_components
 from ._settings import DEFAULT_SETTINGS
@@ -213,11 +213,10 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
     if kept_loss is None:
         return head, bool(head.score < kept_head.score * (1.0 - settings.margin)), None
     loss = heads.validation_losses(head, layer)
-    gain = (kept_loss - loss).double()
-    mean, threshold = float(gain.mean()), float(z * gain.std() / math.sqrt(gain.shape[0]))
+    mean, threshold, n_rows = paired_gain(kept_loss, loss, z)
     accepted = mean > threshold
     logger.debug("confirmation: validation loss gain %.4g (threshold %.4g, %d rows): %s; relevances %s",
-                 mean, threshold, gain.shape[0], "kept" if accepted else "rejected", _Numbers(layer.relevances))
+                 mean, threshold, n_rows, "kept" if accepted else "rejected", _Numbers(layer.relevances))
     return head, accepted, loss
 
 

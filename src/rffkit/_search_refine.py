@@ -18,7 +18,7 @@ import logging
 import math
 from typing import NamedTuple
 
-from ._heads import KernelGramMemo, RidgeHeads
+from ._heads import KernelGramMemo, RidgeHeads, paired_gain
 from ._refine import _Numbers, refine_layer
 from ._search import SearchResult, polish_relevances, search_relevances, stage_evaluations
 from .kernels import KERNELS
@@ -158,11 +158,10 @@ def polish(estimator, p, kept, y_train, progress):
                       relevance_penalty=estimator.relevance_penalty)
     heads = kept.full_path.around(kept.head.alpha)
     head = heads.fit(layer)
-    before, after = kept.judge.validation_losses(kept.head, kept.layer), heads.validation_losses(head, layer)
-    rise = (after - before).double()
-    mean, threshold = float(rise.mean()), float(settings.polish_z * rise.std() / math.sqrt(rise.shape[0]))
-    accepted = math.isfinite(mean) and mean <= threshold
+    gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
+                                     heads.validation_losses(head, layer), settings.polish_z)
+    accepted = math.isfinite(gain) and -gain <= threshold  # a loss, not a gain, must stay under the threshold
     logger.debug("polish at search penalty %g: validation loss change %.4g (threshold %.4g): %s; head penalty "
-                 "%g -> %g, relevances %s -> %s", kept.found.alpha, mean, threshold, "kept" if accepted else "rejected",
+                 "%g -> %g, relevances %s -> %s", kept.found.alpha, -gain, threshold, "kept" if accepted else "rejected",
                  kept.head.alpha, head.alpha, _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
     return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
