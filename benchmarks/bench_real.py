@@ -611,18 +611,17 @@ def write_markdown(rows, quick, notes=(), device="cpu"):
 
 
 def library_commit():
-    """The commit of the rffkit that runs: this checkout's (marked when its sources have uncommitted
-    changes) or, for a copy elsewhere on ``PYTHONPATH`` (``git archive HEAD src``) or a checkout
-    without its git history (the lent GPU machine's copy), ``RFFKIT_COMMIT``."""
+    """The commit of the rffkit that runs: ``RFFKIT_COMMIT`` where set (a copy of the checkout on
+    another machine, such as the lent GPU machine's, or elsewhere on ``PYTHONPATH`` from ``git
+    archive HEAD src``), else this checkout's (marked when its sources have uncommitted changes)."""
     import rffkit
 
-    source = Path(rffkit.__file__).resolve()
-    commit = git_commit()
-    if commit is None and os.environ.get("RFFKIT_COMMIT"):
-        return f"{os.environ['RFFKIT_COMMIT']} (a snapshot)"
-    if source.is_relative_to(ROOT / "src"):
-        return (commit or "unknown") + (" with uncommitted changes" if "uncommitted" in code_version() else "")
-    return f"{os.environ.get('RFFKIT_COMMIT', 'unknown')} (a copy at {source.parents[1]})"
+    source, given = Path(rffkit.__file__).resolve(), os.environ.get("RFFKIT_COMMIT")
+    if not source.is_relative_to(ROOT / "src"):
+        return f"{given or 'unknown'} (a copy at {source.parents[1]})"
+    if given:
+        return f"{given} (named by RFFKIT_COMMIT)"
+    return (git_commit() or "unknown") + (" with uncommitted changes" if "uncommitted" in code_version() else "")
 
 
 @contextlib.contextmanager

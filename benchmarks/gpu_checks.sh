@@ -66,9 +66,9 @@ EOF
 SHARDS=$! ;;
 esac
 
-step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark -n 4 -k "cuda or tensor_form" -rs \
+step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark -n 4 -k "cuda or tensor_form or off_the_cpu" -rs \
     tests/test_features.py tests/test_contract.py tests/test_ridge.py tests/test_rff_classifier.py tests/test_streaming_ridge.py \
-    tests/test_streaming_rffnet.py tests/test_streaming_classifiers.py tests/test_cuda_default_fits.py
+    tests/test_streaming_rffnet.py tests/test_streaming_classifiers.py tests/test_cuda_default_fits.py tests/test_dense.py
 
 if [ -n "$TABLES" ]; then
     step real 60 "$PYTHON" benchmarks/bench_real.py --device cuda --tables "$TABLES" --threads "$THREADS" \

@@ -53,6 +53,27 @@ def test_the_product_and_the_trigonometry_are_differentiable_like_torchs():
     torch.autograd.gradcheck(lambda x, y: dense.cos(dense.matmul(x, y)), (a[:20, :17], b[:17, :18]))
 
 
+@pytest.mark.parametrize("device", ["meta", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU on this machine"))])
+def test_cos_and_sin_of_a_tensor_off_the_cpu_keep_their_gradient_on_few_threads(device):
+    """Off the CPU (a GPU; 'meta' stands in for one without it) the trigonometry is torch's,
+    with autograd, whatever the thread count: on one or two threads it once wrote into an
+    ``out=`` tensor, which autograd refuses, so every RFFNet fit on a GPU failed there."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = torch.linspace(-5.0, 5.0, 12, device=device).reshape(3, 4).requires_grad_()
+        for ours, theirs in ((dense.cos, torch.cos), (dense.sin, torch.sin)):
+            value = ours(x)
+            assert value.requires_grad and value.device == x.device
+            if device != "meta":
+                torch.testing.assert_close(value, theirs(x))
+                torch.testing.assert_close(torch.autograd.grad(value.sum(), x)[0],
+                                           torch.autograd.grad(theirs(x).sum(), x)[0])
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_cos_and_sin_in_place_and_into_a_slice():
     x = torch.linspace(-50.0, 50.0, 600).reshape(20, 30)
     expected_cos, expected_sin = torch.cos(x), torch.sin(x)

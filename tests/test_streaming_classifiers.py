@@ -149,7 +149,8 @@ def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_p
     """The streamed classifier on the GPU gives the CPU fit's model up to the float32 search's
     dependence on the order of its sums, which the thread count shows on the CPU too (1 and 2
     threads: probabilities up to 0.036 apart, held-out log-loss 0.1867 and 0.1874): the same
-    classes, relevant inputs and penalty, probabilities within 0.05, log-loss within 2%."""
+    classes and relevant inputs, the penalty within one step of the grid (an H100 chose 1e-5
+    where the CPU chose 3.2e-6), probabilities within 0.05, log-loss within 2%."""
     X, labels = make_data(n_classes=n_classes)
     X_test, labels_test = make_data(1000, seed=1, n_classes=n_classes)
     pattern = write_parquet(tmp_path / "s", X, labels)
@@ -158,7 +159,7 @@ def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_p
         cpu = RFFNetClassifier(**NETWORK).fit(open_table(pattern, target="y", chunk_rows=300))
         gpu = RFFNetClassifier(**NETWORK, device="cuda").fit(open_table(pattern, target="y", chunk_rows=300))
     assert list(gpu.classes_) == list(cpu.classes_) and gpu.n_components_ == cpu.n_components_
-    assert gpu.alpha_ == cpu.alpha_
+    assert abs(np.log10(gpu.alpha_ / cpu.alpha_)) <= 0.5 + 1e-9  # the grid's steps are 10^0.5
     assert set(np.argsort(-gpu.feature_importances_)[:2]) == {0, 1}
     np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=0.05)
     losses = [log_loss(labels_test, model.predict_proba(frame(X_test)), labels=model.classes_) for model in (gpu, cpu)]

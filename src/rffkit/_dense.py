@@ -265,18 +265,17 @@ def _differentiable(value, derivative):
 
 
 def _elementwise(numpy_function, torch_function, function, t, out):
-    if _torch_is_faster():
+    if not on_cpu(t) or (out is not None and not on_cpu(t, out)) or _torch_is_faster():
+        # torch's kernel (a GPU tensor, or more than two CPU threads); autograd takes no out=
         return torch_function(t, out=out) if out is not None else torch_function(t)
-    if on_cpu(t) and _needs_grad(t):
+    if _needs_grad(t):
         if out is not None:
             raise RuntimeError(f"{numpy_function.__name__}: out= with a gradient")
         return function.apply(t)
     if out is None:
-        out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    if on_cpu(t, out):
-        numpy_function(t.detach().numpy(), out=out.numpy())
-        return out
-    return torch_function(t, out=out)
+        out = torch.empty(t.shape, dtype=t.dtype)
+    numpy_function(t.detach().numpy(), out=out.numpy())
+    return out
 
 
 def cos(t, out=None):
