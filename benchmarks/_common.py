@@ -113,7 +113,8 @@ def code_version():
 
     When ``rffkit`` is imported from outside this checkout (``PYTHONPATH`` naming a
     copy, e.g. an older commit's ``git archive``), the copy's path and the commit
-    named by ``RFFKIT_COMMIT`` instead.
+    named by ``RFFKIT_COMMIT`` instead; ``RFFKIT_COMMIT`` also wins over git inside the
+    checkout (a copy of it on the lent GPU machine carried a stale ``.git``).
     """
     import subprocess
 
@@ -122,11 +123,12 @@ def code_version():
     location = Path(rffkit.__file__).resolve().parent
     if not location.is_relative_to(Path(ROOT).resolve()):
         return f"commit {os.environ.get('RFFKIT_COMMIT', '(not named)')} (a copy at {location})"
+    given = os.environ.get("RFFKIT_COMMIT")
+    if given:  # a snapshot (no git metadata, or another machine's copy): its runner names the commit
+        return f"commit {given} (a snapshot; commit named by RFFKIT_COMMIT)"
     commit = git_commit()
     if commit is None:
-        # a `git archive` snapshot has no git metadata: its runner may name the commit
-        given = os.environ.get("RFFKIT_COMMIT")
-        return f"commit {given} (a snapshot; commit named by RFFKIT_COMMIT)" if given else "an unknown commit"
+        return "an unknown commit"
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/rffkit"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\n")
     changed = [line[3:].split("/")[-1] for line in dirty if line.strip()]

@@ -21,7 +21,8 @@ START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 
 # (results file, script that writes it); the first heading and first table are shown,
 # and for the files in MORE_TABLES also every table under a heading containing the text
-MORE_TABLES = {"srff_tables.md": "test RMSE", "real.md": "Results:", "real_quick.md": "Results:"}
+MORE_TABLES = {"srff_tables.md": "test RMSE", "real.md": "Results:", "real_quick.md": "Results:",
+               "real_cuda.md": "Results:"}
 SECTIONS = [
     ("rffnet_se.md", "bench_rffnet_se.py"),
     ("se1_landscape.md", "bench_se1_landscape.py"),
@@ -37,6 +38,7 @@ SECTIONS = [
     ("excess_risk.md", "bench_excess_risk.py"),
     ("real.md", "bench_real.py"),
     ("real_quick.md", "bench_real.py"),
+    ("real_cuda.md", "bench_real.py"),
     ("gp.md", "bench_gp.py"),
     ("scale.md", "bench_scale.py"),
     ("extrapolation.md", "bench_extrapolation.py"),
@@ -308,8 +310,21 @@ def _real(results):
         f"{counts['classification'][3]} classification tables (AUC); its relevances put all 10 added noise columns "
         f"below the median real column on {sum(cell.endswith('met') for cell in noise)} of {len(noise)} tables, "
         f"and it fitted the flights table ({n_train} training rows, {n_inputs} inputs) in {speed.split()[0]} the "
-        f"time of boosting (target: at most 10x at 50,000 rows)."
+        f"time of boosting (target: at most 10x at 50,000 rows).{_real_gpu(results)}"
     )
+
+
+def _real_gpu(results):
+    """The flights fit-time ratio of bench_real's GPU rows (real_cuda.md), where there are some."""
+    path = results / "real_cuda.md"
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    targets = table_rows(tables_under(text, "Results: targets")[0])
+    speed = _row(targets, **{"data set": "flights"})["fit / HGB fit (<= 10x on the 50k table)"].split()[0]
+    machine = re.search(r"Machine: ([^(]+?) \(a lent GPU machine", text).group(1)
+    return (f" With `device='cuda'` on a lent GPU machine ({machine}) it fitted the same table in {speed} the time "
+            f"of boosting on that machine's cores.")
 
 
 def _gp(results):

