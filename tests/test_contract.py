@@ -89,6 +89,12 @@ WITH_DEVICE = [estimator for estimator in ESTIMATORS if "device" in estimator.ge
 # probabilities are compared, not the logits of confident rows, which that amplifies.
 DEVICE_TOLERANCE = {RFFNetRegressor: 1e-3, RFFNetClassifier: 2e-2}
 DEVICE_OUTPUTS = {RFFNetClassifier: ("predict_proba",)}
+# The classifier's validation losses at neighbouring penalties are that close on these 60
+# rows that the order of its float32 sums can tip the choice one step of the grid (10^0.5;
+# an H100 chose 3.2e-6 where the CPU chose 1e-5, in one of two runs): then its probabilities
+# are compared on average (fits at 3.2e-6 and 1e-5 on the CPU: 0.005 apart on average, 0.10
+# at most, the same class on every row).
+DEVICE_PENALTY_STEPS = {RFFNetClassifier: 1}
 # These compute in float32 for float32 input; the others (RFFNet) predict in float64.
 KEEPS_FLOAT32 = (RFFRidge, RFFClassifier, SRFFRegressor, RandomFourierFeatures, RandomBinningFeatures)
 OUTPUT_METHODS = ("predict", "predict_proba", "decision_function", "transform")
@@ -276,14 +282,21 @@ def test_fit_on_device_pickle_and_predict(estimator, device):
     for name, value in vars(on_device).items():
         if name.endswith("_") and not name.startswith("_"):
             assert not isinstance(value, torch.Tensor), name
-    if hasattr(on_cpu, "alpha_"):
-        np.testing.assert_array_equal(on_device.alpha_, on_cpu.alpha_)
+    same_penalty = not hasattr(on_cpu, "alpha_") or on_device.alpha_ == on_cpu.alpha_
+    if not same_penalty:
+        steps = abs(np.log10(on_device.alpha_ / on_cpu.alpha_)) / 0.5
+        assert steps <= DEVICE_PENALTY_STEPS.get(type(estimator), 0) + 1e-9, (on_device.alpha_, on_cpu.alpha_)
     tolerance = DEVICE_TOLERANCE.get(type(estimator), 1e-5)
     expected = _outputs(on_device, X)
     compared = DEVICE_OUTPUTS.get(type(estimator), OUTPUT_METHODS)
     for method, value in _outputs(on_cpu, X).items():
-        if method in compared and (method != "predict" or not is_classifier(estimator)):
+        if method not in compared or (method == "predict" and is_classifier(estimator)):
+            continue
+        if same_penalty:
             np.testing.assert_allclose(expected[method], value, rtol=tolerance, atol=tolerance, err_msg=method)
+        else:  # probabilities, a step of the penalty grid apart
+            assert np.mean(np.abs(expected[method] - value)) <= tolerance, method
+            assert np.mean(expected[method].argmax(axis=1) == value.argmax(axis=1)) >= 0.95, method
     restored = pickle.loads(pickle.dumps(on_device))
     for method, value in _outputs(restored, X).items():
         if method == "predict" and is_classifier(estimator):
