@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from _common import ROOT, code_version, git_commit, load_notes, write_csv_atomically
+from _common import code_version, load_notes, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_NOISE = 10
@@ -615,17 +615,10 @@ def write_markdown(rows, quick, notes=(), device="cpu"):
 
 
 def library_commit():
-    """The commit of the rffkit that runs: ``RFFKIT_COMMIT`` where set (a copy of the checkout on
-    another machine, such as the lent GPU machine's, or elsewhere on ``PYTHONPATH`` from ``git
-    archive HEAD src``), else this checkout's (marked when its sources have uncommitted changes)."""
-    import rffkit
-
-    source, given = Path(rffkit.__file__).resolve(), os.environ.get("RFFKIT_COMMIT")
-    if not source.is_relative_to(ROOT / "src"):
-        return f"{given or 'unknown'} (a copy at {source.parents[1]})"
-    if given:
-        return f"{given} (named by RFFKIT_COMMIT)"
-    return (git_commit() or "unknown") + (" with uncommitted changes" if "uncommitted" in code_version() else "")
+    """The commit of the rffkit that runs, as :func:`_common.code_version` names it (``RFFKIT_COMMIT``
+    where set, else this checkout's, with its uncommitted changes) without the word 'commit'."""
+    version = code_version()
+    return "unknown" if version == "an unknown commit" else version.removeprefix("commit ")
 
 
 @contextlib.contextmanager

@@ -265,7 +265,7 @@ def _differentiable(value, derivative):
 
 
 def _elementwise(numpy_function, torch_function, function, t, out):
-    if not on_cpu(t) or (out is not None and not on_cpu(t, out)) or _torch_is_faster():
+    if not on_cpu(*((t,) if out is None else (t, out))) or _torch_is_faster():
         # torch's kernel (a GPU tensor, or more than two CPU threads); autograd takes no out=
         return torch_function(t, out=out) if out is not None else torch_function(t)
     if _needs_grad(t):

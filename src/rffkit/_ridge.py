@@ -111,9 +111,8 @@ def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
               and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad)))
     if lapack and solve_dtype == torch.float32 == Zc.dtype:
         coef = _lapack_solve_centred(Zc, yc, alpha, per_sample, np.float32)
-        if coef is not None:
-            return coef
-        solve_dtype = torch.float64
+        # asked for float32 and not numerically positive definite there: again in float64
+        return coef if coef is not None else _solve_centred(Zc, yc, alpha, per_sample, torch.float64)
     if lapack and solve_dtype == torch.float64:
         coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
         if coef is not None:
