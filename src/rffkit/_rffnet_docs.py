@@ -33,14 +33,15 @@ PARAMETERS = """
         kernel cannot extrapolate a trend, and on real tables inputs often act
         (nearly) linearly over a heavy-tailed range. Tried first and kept if it
         lowers the validation error (without a validation split: the GCV score by
-        more than 1%); a feature of relevance 0 still has no effect. After the refinement moves, with a validation split, the model is
-        compared with the linear-only one (ridge or logistic regression on the
-        standardised inputs of the features of non-zero relevance) and reduces to
-        it, random-feature weights 0, unless it has the lower held-out loss: on at
-        most 1,000 rows both fits are cross-validated on 5 folds of all rows (the
-        relevance search refitted in each, about 5 times the fit's cost), the
-        kernel model is kept only if it wins on 4 of the 5 folds, and the linear-only
-        model is fitted on all rows, its penalty chosen on them (GCV, or 5-fold
+        more than 1%); a feature of relevance 0 still has no effect. After the
+        refinement moves, with a validation split, the model is compared with the
+        linear-only one (ridge or logistic regression on the standardised inputs of
+        the features of non-zero relevance) and reduces to it, random-feature
+        weights 0, unless it has the lower held-out loss: on at most 1,000 rows both
+        fits are cross-validated on 5 folds of all rows (the relevance search
+        refitted in each, about 5 times the fit's cost), the kernel model is kept
+        only if its mean held-out loss is lower by more than one standard error of
+        the per-row differences, and the linear-only model is fitted on all rows, its penalty chosen on them (GCV, or 5-fold
         cross-validation for the logistic head); on more rows both are scored on
         the validation split. ``relevances_`` still rank the features.
     alpha : float or 'auto', default='auto'

@@ -165,9 +165,10 @@ class RFFNetSettings:
     #: costs about ``linear_cv_folds`` times as much.
     linear_cv_rows: int = 1000
     linear_cv_folds: int = 5
-    #: There the kernel model is kept only if it loses to the linear-only one on at most
-    #: this many folds (a sign test; a bare majority flipped with rounding on Pima).
-    kernel_fold_losses: int = 1
+    #: There the kernel model is kept only if its held-out losses beat the linear-only
+    #: model's by more than this many standard errors of the paired per-row differences
+    #: (the one-standard-error rule: the simpler model where the two are within it).
+    prefer_linear_z: float = 1.0
     #: False: the model is never reduced to its linear part (the fits inside that
     #: cross-validation, which must score the kernel model itself).
     reduce_linear: bool = True
