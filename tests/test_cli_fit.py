@@ -94,6 +94,26 @@ def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path
         assert text in info
 
 
+def test_fit_and_info_say_when_rffnet_is_the_linear_only_model(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    x, z = rng.normal(size=N_ROWS), rng.normal(size=N_ROWS)
+    path, model_path = tmp_path / "linear.csv", tmp_path / "m.rffkit"
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "y": 2.0 * x + 0.5 * rng.normal(size=N_ROWS)}), path)
+    out = _run(capsys, "fit", path, "--target", "y", "--output", model_path)
+    bundle = rffkit.load(model_path)
+    assert bundle["estimator"].linear_only_ and bundle["meta"]["linear_only"]
+    assert "model: the linear-only one" in out
+    assert "(the linear-only model: random-feature weights 0)" in _run(capsys, "info", model_path)
+    # the sine of the other tests is no linear model
+    assert "linear-only" not in _run(capsys, "fit", _write(tmp_path / "sine.csv"), "--target", "y",
+                                     "--features", "x", "z", "colour", "--output", tmp_path / "s.rffkit")
+
+
+def _write(path):
+    pa_csv.write_csv(pa.table(_columns()), path)
+    return path
+
+
 def test_column_relevances_sum_shares_by_original_column():
     class Fitted:
         feature_importances_ = np.array([2.0, -1.0, 0.5, 0.5])

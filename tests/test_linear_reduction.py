@@ -99,7 +99,7 @@ def test_classifier_reduces_to_logistic_regression_on_linear_data_and_still_rank
     y = (rng.uniform(size=500) < 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] - 1.5 * X[:, 1])))).astype(int)
     model = RFFNetClassifier(random_state=0).fit(X, y)
     layer, weight = model.model_.rff, model.model_.first_linear.weight
-    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0)
+    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0) and model.linear_only_
     assert np.argsort(-model.feature_importances_)[0] == 0 and np.argsort(-model.feature_importances_)[1] == 1
     # 500 rows: judged by cross-validation, then logistic regression on all rows at the penalty chosen on them,
     # on the standardised inputs of non-zero relevance, whose weights' magnitudes are the relevances
@@ -168,7 +168,7 @@ def test_small_regression_reduces_to_ridge_on_all_rows_when_the_kernel_does_not_
     y = 3.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(size=200)
     model = RFFNetRegressor(random_state=0, prune_relevances=False, n_components=60).fit(X, y)
     layer, weight = model.model_.rff, model.model_.first_linear.weight
-    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0)
+    assert layer.has_linear and torch.all(weight[:, : layer.n_components] == 0) and model.linear_only_
     # ridge on every row (training and validation), at the penalty it chose, in the target's standard units
     Xs, ys = (X - X.mean(axis=0)) / X.std(axis=0), (y - y.mean()) / y.std()
     reference = Ridge(alpha=200 * model.alpha_).fit(Xs, ys)

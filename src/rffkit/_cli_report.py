@@ -90,6 +90,9 @@ def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances
     """Print the fit time, the held-out score and the relevances per original column."""
     report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
     report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
+    if getattr(estimator, "linear_only_", False):
+        report.line("model: the linear-only one (RFFNet's kernel did not beat ridge or logistic regression on the "
+                    "same inputs; relevances are the norms of its weights)")
     if relevances is None:
         report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
                     "column; --model rffnet or srff does)")
@@ -118,7 +121,8 @@ def model_file_lines(path, header, meta, model):
         f"trained on {meta['n_train']} rows x {len(meta['feature_names'])} inputs; "
         f"{meta['n_test']} held out (--test-size {meta['test_size']:g}, seed {meta['random_state']})",
         f"columns ({len(meta['columns'])}): {', '.join(meta['columns'])}",
-        f"held-out score: {describe_score(meta['score'])}",
+        f"held-out score: {describe_score(meta['score'])}"
+        + (" (the linear-only model: random-feature weights 0)" if meta.get("linear_only") else ""),
         f"fit time: {meta['fit_seconds']:.{1 if meta['fit_seconds'] >= 1 else 2}f} s" + (f" on {meta['world_size']} processes"
                                                       if meta["world_size"] > 1 else ""),
         f"command: {meta['command']}",

@@ -227,6 +227,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             progress.summary(
                 f"fitted in {progress.elapsed:.1f} s: solver {self.solver_}, alpha {self.alpha_:g}, "
                 f"{self.n_components_} random features, {self.n_iter_} iterations, validation score {score}"
+                + (" (the linear-only model: random-feature weights 0)" if self.linear_only_ else "")
             )
         return self
 
@@ -388,6 +389,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         peak = np.max(np.abs(self.relevances_))
         self.feature_importances_ = np.abs(self.relevances_) / peak if peak > 0 else np.zeros_like(self.relevances_)
         self.n_iter_ = history.n_iter
+        self.linear_only_ = _linear_only(self.model_)
         to_units = lambda values: self._loss_units(np.asarray(values, dtype=np.float64), p.target_state)  # noqa: E731
         self.loss_curve_ = to_units(history.train_loss)
         self.validation_loss_curve_ = to_units(history.validation_loss)
@@ -444,3 +446,11 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 outputs.append(to_numpy(model(rows)))
         self.model_.to("cpu")
         return np.concatenate(outputs).astype(np.float64)
+
+
+def _linear_only(model):
+    """Whether ``model`` is RFFNet's linear-only model: linear columns, a linear head, zero random-feature weights."""
+    layer = model.rff
+    if not layer.has_linear or len(model.head) != 1:
+        return False
+    return bool(torch.all(model.first_linear.weight[:, : layer.n_components] == 0))

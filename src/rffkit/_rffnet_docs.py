@@ -167,6 +167,10 @@ ATTRIBUTES = """
         ``|lambda|`` scaled to [0, 1]; usable by ``SelectFromModel``.
     n_components_ : int
         Number of random features of the fitted model.
+    linear_only_ : bool
+        Whether the fitted model is the linear-only one (see ``linear_term``): ridge
+        or logistic regression on the standardised inputs, its random-feature
+        weights 0 and ``relevances_`` the norms of its weights.
     solver_ : str
         The solver used.
     alpha_ : float

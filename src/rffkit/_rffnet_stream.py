@@ -372,7 +372,8 @@ def fit_stream(estimator, X, y):
         progress.summary(
             f"fitted in {progress.elapsed:.1f} s on {estimator.n_rows_seen_} streamed rows: alpha {alpha:g}, "
             f"{d_search} search and {estimator.n_components_} head features, validation R^2 "
-            + ("none" if r2 is None else f"{r2:.4f}"))
+            + ("none" if r2 is None else f"{r2:.4f}")
+            + (" (the linear-only model: random-feature weights 0)" if estimator.linear_only_ else ""))
     return estimator
 
 

@@ -195,7 +195,8 @@ def fit_command(args):
             estimator=type(estimator).__name__, standardised=scale, classes=classes,
             n_train=n_train, n_test=n_test, test_size=args.test_size, random_state=args.random_state,
             score=score, fit_seconds=round(seconds, 3), streamed=streamed, world_size=world_size,
-            relevances=relevances, command=shlex.join(["rffkit", *args.argv]))
+            relevances=relevances, linear_only=bool(getattr(estimator, "linear_only_", False)),
+            command=shlex.join(["rffkit", *args.argv]))
         report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
                    relevances=relevances)
         if rank == 0:
