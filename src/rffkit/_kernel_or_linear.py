@@ -18,11 +18,12 @@ together) :func:`judge_by_cross_validation` therefore refits the whole model on
 reduction left out) and scores each fold's kernel model and linear-only model on the
 fold's held-out rows: the per-sample held-out losses of two fitting procedures, an
 estimate of their prediction error free of the selection's optimism (Stone, 1974;
-Varma & Simon, 2006, on why the selection must sit inside the folds). The kernel model is kept only if its held-out losses are
-lower than the linear-only model's by more than ``settings.prefer_linear_z`` standard
-errors of the paired per-row differences: otherwise the simpler model, whose error is
-within that margin of the kernel's (the one-standard-error rule of Breiman, Friedman,
-Olshen & Stone, 1984; Hastie, Tibshirani & Friedman, 2009, section 7.10). The mean
+Varma & Simon, 2006, on why the selection must sit inside the folds). The kernel
+model is kept only if its held-out losses are lower than the linear-only model's by
+more than ``settings.prefer_linear_z`` standard errors of the paired per-row
+differences: otherwise the simpler model, whose error is within that margin of the
+kernel's (the one-standard-error rule of Breiman, Friedman, Olshen & Stone, 1984;
+Hastie, Tibshirani & Friedman, 2009, section 7.10). The mean
 over all held-out rows estimates the expected loss the user is scored on; a count of
 the folds each model wins does not (breast cancer, one split: the kernel model ahead on
 4 of 5 folds, behind in the mean by one fold's 0.09 log-loss, and behind logistic
@@ -30,7 +31,7 @@ regression on the test rows, 0.120 against 0.080). A single row the kernel fit p
 badly moves that mean (Boston at an earlier version: the kernel model ahead on 4 of 5
 folds, behind in the mean by one row's error of 4 standard deviations; on the test rows
 R^2 0.91 against the linear model's 0.77), but it also widens the standard error; on
-this version the kernel model leads on Boston by 5 standard errors. The linear-only
+this version the kernel model leads on Boston by about 5 standard errors. The linear-only
 model is fitted on all rows, its penalty chosen on them (GCV for ridge,
 cross-validation for the logistic head), which is what a user's ``RidgeCV`` /
 ``LogisticRegressionCV`` on the same features would be.

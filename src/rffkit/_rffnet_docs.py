@@ -41,9 +41,11 @@ PARAMETERS = """
         fits are cross-validated on 5 folds of all rows (the relevance search
         refitted in each, about 5 times the fit's cost), the kernel model is kept
         only if its mean held-out loss is lower by more than one standard error of
-        the per-row differences, and the linear-only model is fitted on all rows, its penalty chosen on them (GCV, or 5-fold
-        cross-validation for the logistic head); on more rows both are scored on
-        the validation split. ``relevances_`` still rank the features.
+        the per-row differences, and the linear-only model is fitted on all rows,
+        its penalty chosen on them (GCV, or 5-fold cross-validation for the
+        logistic head); on more rows both are scored on the validation split.
+        ``relevances_`` still rank the features; ``linear_only_`` says which model
+        was kept.
     alpha : float or 'auto', default='auto'
         Ridge penalty ``alpha ||beta||^2`` on the head (the regression target is in
         standard units). 'auto' with the 'varpro' solver: the relevances are searched
