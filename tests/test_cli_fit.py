@@ -102,8 +102,13 @@ def test_fit_and_info_say_when_rffnet_is_the_linear_only_model(tmp_path, capsys)
     out = _run(capsys, "fit", path, "--target", "y", "--output", model_path)
     bundle = rffkit.load(model_path)
     assert bundle["estimator"].linear_only_ and bundle["meta"]["linear_only"]
-    assert "model: the linear-only one" in out
+    assert "model: ridge regression (RFFNet's kernel model did not beat it" in out
     assert "(the linear-only model: random-feature weights 0)" in _run(capsys, "info", model_path)
+    # a class that follows a linear logit: logistic regression
+    label = (rng.uniform(size=N_ROWS) < 1.0 / (1.0 + np.exp(-2.0 * x))).astype(int)
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "label": label}), tmp_path / "classes.csv")
+    out = _run(capsys, "fit", tmp_path / "classes.csv", "--target", "label", "--output", tmp_path / "c.rffkit")
+    assert "model: logistic regression (RFFNet's kernel model did not beat it" in out
     # the sine of the other tests is no linear model
     assert "linear-only" not in _run(capsys, "fit", _write(tmp_path / "sine.csv"), "--target", "y",
                                      "--features", "x", "z", "colour", "--output", tmp_path / "s.rffkit")

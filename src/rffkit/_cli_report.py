@@ -91,8 +91,9 @@ def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances
     report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
     report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
     if getattr(estimator, "linear_only_", False):
-        report.line("model: the linear-only one (RFFNet's kernel did not beat ridge or logistic regression on the "
-                    "same inputs; relevances are the norms of its weights)")
+        linear = "logistic regression" if hasattr(estimator, "classes_") else "ridge regression"
+        report.line(f"model: {linear} (RFFNet's kernel model did not beat it on the same inputs; relevances are "
+                    "the sizes of its weights)")
     if relevances is None:
         report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
                     "column; --model rffnet or srff does)")
