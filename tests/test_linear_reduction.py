@@ -175,3 +175,30 @@ def test_small_regression_reduces_to_ridge_on_all_rows_when_the_kernel_does_not_
     # (the fit's inputs are float32)
     np.testing.assert_allclose(model.predict(X), reference.predict(Xs) * y.std() + y.mean(), rtol=1e-5, atol=1e-5)
     assert list(np.argsort(-model.feature_importances_)[:2]) == [0, 1]
+
+
+@pytest.mark.parametrize("case", ["kernel ahead", "within a standard error", "one bad fold"])
+def test_small_fit_keeps_the_kernel_model_only_when_its_held_out_losses_lead_by_a_standard_error(case, monkeypatch):
+    import rffkit._kernel_or_linear as kernel_or_linear
+
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(200, 3))
+    y = np.sin(3.0 * X[:, 0]) + 0.1 * rng.normal(size=200)
+
+    def judged(estimator, X, target, make_heads, folds, *, seed):
+        n = X.shape[0]
+        linear = torch.ones(n, dtype=torch.float64) + 0.1 * torch.as_tensor(rng.normal(size=n))
+        if case == "kernel ahead":  # 0.5 lower on every row
+            kernel = linear - 0.5
+        elif case == "within a standard error":  # lower on average by a tenth of a standard error
+            noise = torch.as_tensor(rng.normal(size=n))
+            kernel = linear + noise - noise.mean() - 0.1 * noise.std() / n**0.5
+        else:  # lower on four folds of five, by 0.2; higher on the fifth by 1.5: worse in the mean
+            test = folds[0][1]
+            kernel = linear - 0.2
+            kernel[test] = linear[test] + 1.5
+        return kernel, linear
+
+    monkeypatch.setattr(kernel_or_linear, "judge_by_cross_validation", judged)
+    model = RFFNetRegressor(random_state=0, n_components=60).fit(X, y)
+    assert model.linear_only_ == (case != "kernel ahead")
