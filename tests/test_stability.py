@@ -248,3 +248,16 @@ def test_sparse_input_matches_dense(jordan):
     sparse = relevance_stability(LinearRegression(), scipy.sparse.csr_matrix(X), y, n_resamples=3, random_state=0)
     # same resamples; sparse LinearRegression solves by LSQR, hence the tolerance
     assert_allclose(sparse.importances, dense.importances, atol=1e-5)
+
+
+def test_which_refits_kept_the_linear_only_model(jordan, rffnet_result):
+    X, y = jordan
+    # linear_term off: always the kernel model; an estimator without linear_only_: None
+    assert_array_equal(rffnet_result.linear_only, np.zeros(8, dtype=bool))
+    assert relevance_stability(_forest(), X, y, n_resamples=2, random_state=0).linear_only is None
+    # y = x1 + noise on 400-row halves: RFFNet (at the end of a pipeline too) keeps ridge regression
+    model = make_pipeline(StandardScaler(), RFFNetRegressor(max_iter=20, n_components=60, random_state=0))
+    result = relevance_stability(model, X, y, n_resamples=2, top_k=1, random_state=0,
+                                 importance_getter="named_steps.rffnetregressor.feature_importances_")
+    assert_array_equal(result.linear_only, [True, True])
+    assert_array_equal(result.selection_frequency, np.eye(18)[0])

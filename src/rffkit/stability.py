@@ -64,6 +64,11 @@ class RelevanceStability:
         ``k`` when features were selected as the ``top_k`` largest importances.
     n_features_total : int
         Number of features ``p`` (used by :meth:`false_selection_bound`).
+    linear_only : ndarray of bool, shape (n_resamples,), or None
+        For an estimator with ``linear_only_`` (RFFNet, also at the end of a pipeline):
+        whether each refit kept the linear-only model, whose importances are the sizes of
+        its weights rather than the kernel's relevances (``importances[~linear_only]``
+        keeps the kernel refits); None for other estimators.
 
     Attributes
     ----------
@@ -100,6 +105,7 @@ class RelevanceStability:
     feature_names: np.ndarray | None = None
     top_k: int | None = None
     n_features_total: int = field(default=0)
+    linear_only: np.ndarray | None = None
 
     @property
     def n_resamples(self):
@@ -326,7 +332,10 @@ def relevance_stability(
                         importance_getter)
         for resample_seed, estimator_seed in seeds
     )
-    importances = np.vstack(Parallel(n_jobs=n_jobs)(jobs))
+    refits = Parallel(n_jobs=n_jobs)(jobs)
+    importances = np.vstack([values for values, _ in refits])
+    flags = [flag for _, flag in refits]
+    linear_only = None if any(flag is None for flag in flags) else np.array(flags, dtype=bool)
     if importances.shape[1] != n_features:
         raise ValueError(
             f"relevance_stability: the importances of {type(estimator).__name__} have "
@@ -352,6 +361,7 @@ def relevance_stability(
         feature_names=feature_names,
         top_k=top_k,
         n_features_total=n_features,
+        linear_only=linear_only,
     )
 
 
@@ -433,8 +443,11 @@ def _with_seeds(estimator, seed):
 
 
 def _refit(estimator, X, y, rows, seed, importance_getter):
+    """``(importances, linear_only)`` of one refit; ``linear_only`` None where the estimator does not say."""
     fitted = _with_seeds(estimator, seed).fit(X[rows], y[rows])
-    return _importances(fitted, importance_getter)
+    final = fitted.steps[-1][1] if hasattr(fitted, "steps") else fitted
+    linear_only = getattr(final, "linear_only_", None)
+    return _importances(fitted, importance_getter), None if linear_only is None else bool(linear_only)
 
 
 def _importances(fitted, importance_getter):
