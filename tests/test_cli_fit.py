@@ -104,6 +104,8 @@ def test_fit_and_info_say_when_rffnet_is_the_linear_only_model(tmp_path, capsys)
     assert bundle["estimator"].linear_only_ and bundle["meta"]["linear_only"]
     assert "model: ridge regression (RFFNet's kernel model did not beat it" in out
     assert "(the linear-only model: random-feature weights 0)" in _run(capsys, "info", model_path)
+    assert "its linear-only model's weight sizes as shares" in _run(capsys, "relevances", model_path)
+    assert json.loads(_run(capsys, "relevances", model_path, "--json"))["linear_only"] is True
     # a class that follows a linear logit: logistic regression
     label = (rng.uniform(size=N_ROWS) < 1.0 / (1.0 + np.exp(-2.0 * x))).astype(int)
     pa_csv.write_csv(pa.table({"x": x, "z": z, "label": label}), tmp_path / "classes.csv")

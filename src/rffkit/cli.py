@@ -303,13 +303,15 @@ def relevances_command(args):
         extension = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
         with replaced_atomically(args.plot) as temporary:
             figure.savefig(temporary, format=extension, dpi=120)
+    linear_only = bool(bundle["meta"].get("linear_only"))
     if args.json:
         import json
 
-        print(json.dumps({"model": args.model, "estimator": name, "relevances": shown}, indent=2))
+        print(json.dumps({"model": args.model, "estimator": name, "linear_only": linear_only, "relevances": shown},
+                         indent=2))
         return 0
-    print(f"{name} relevances in {args.model} (share of the total relevance; one-hot columns "
-          "summed into their column):")
+    kind = "its linear-only model's weight sizes as shares" if linear_only else "share of the total relevance"
+    print(f"{name} relevances in {args.model} ({kind}; one-hot columns summed into their column):")
     print("\n".join(relevance_lines(shown, len(shown))))
     if args.plot:
         print(f"bar chart saved to {args.plot}")
