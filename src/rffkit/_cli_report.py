@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 
 from ._cli_support import describe_score
+from ._rffnet_docs import LINEAR_ONLY_NOTE
+from ._validation import final_estimator
 
 __all__ = ["Report", "one_line", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
            "report_fit", "model_file_lines"]
@@ -109,7 +111,7 @@ def model_file_lines(path, header, meta, model):
     ``header`` is the file's :func:`rffkit.persistence.read_metadata`, ``meta`` the report
     ``rffkit fit`` saved with ``model``.
     """
-    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    final = final_estimator(model)
     lines = [
         f"model file: {path} ({header['format']} format version {header['format_version']}, "
         f"written by rffkit {header['rffkit_version']} with scikit-learn {header['sklearn_version']}, "
@@ -123,7 +125,7 @@ def model_file_lines(path, header, meta, model):
         f"{meta['n_test']} held out (--test-size {meta['test_size']:g}, seed {meta['random_state']})",
         f"columns ({len(meta['columns'])}): {', '.join(meta['columns'])}",
         f"held-out score: {describe_score(meta['score'])}"
-        + (" (the linear-only model: random-feature weights 0)" if meta.get("linear_only") else ""),
+        + (LINEAR_ONLY_NOTE if meta.get("linear_only") else ""),
         f"fit time: {meta['fit_seconds']:.{1 if meta['fit_seconds'] >= 1 else 2}f} s" + (f" on {meta['world_size']} processes"
                                                       if meta["world_size"] > 1 else ""),
         f"command: {meta['command']}",

@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from ._streaming import validation_mask
+from ._validation import final_estimator
 from .io import ArraySource, Chunk, ColumnEncoding, TableSource
 from .persistence import ModelFileError, load
 
@@ -260,8 +261,7 @@ def column_relevances(estimator, groups):
     non-negative and divided by their sum; the shares of the one-hot columns of one original
     column are added up, as :func:`rffkit.inspection.grouped_importances` does.
     """
-    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
-    importances = getattr(final, "feature_importances_", None)
+    importances = getattr(final_estimator(estimator), "feature_importances_", None)
     if importances is None:
         return None
     shares = np.abs(np.asarray(importances, dtype=np.float64))

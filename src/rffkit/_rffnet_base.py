@@ -28,6 +28,7 @@ from ._adam import fit_alternating_adam
 from ._heads import RidgeHeads
 from ._kernel_or_linear import kernel_or_linear
 from ._progress import FitProgress
+from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._search import default_n_components, varpro_n_components
 from ._search_refine import search_and_refine_retried
 from ._settings import DEFAULT_SETTINGS
@@ -227,7 +228,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             progress.summary(
                 f"fitted in {progress.elapsed:.1f} s: solver {self.solver_}, alpha {self.alpha_:g}, "
                 f"{self.n_components_} random features, {self.n_iter_} iterations, validation score {score}"
-                + (" (the linear-only model: random-feature weights 0)" if self.linear_only_ else "")
+                + (LINEAR_ONLY_NOTE if self.linear_only_ else "")
             )
         return self
 

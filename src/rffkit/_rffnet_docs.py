@@ -6,7 +6,10 @@ Attributes with the name of each one's score filled in, Notes with the reference
 their own summary, See Also and Examples.
 """
 
-__all__ = ["PARAMETERS", "ATTRIBUTES", "NOTES"]
+__all__ = ["PARAMETERS", "ATTRIBUTES", "NOTES", "LINEAR_ONLY_NOTE"]
+
+#: Appended to the summaries of a fit (and to ``rffkit info``) whose model is the linear-only one.
+LINEAR_ONLY_NOTE = " (the linear-only model: random-feature weights 0)"
 
 PARAMETERS = """
     Parameters

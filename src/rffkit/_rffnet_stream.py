@@ -52,6 +52,7 @@ import torch
 
 from ._head_layer import head_layer_candidates
 from ._progress import FitProgress
+from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._streamed_heads import (
     StreamedRidgeHeads, _head_from_statistics, _refit_from_statistics, _Standardiser, layer_width,
 )
@@ -373,7 +374,7 @@ def fit_stream(estimator, X, y):
             f"fitted in {progress.elapsed:.1f} s on {estimator.n_rows_seen_} streamed rows: alpha {alpha:g}, "
             f"{d_search} search and {estimator.n_components_} head features, validation R^2 "
             + ("none" if r2 is None else f"{r2:.4f}")
-            + (" (the linear-only model: random-feature weights 0)" if estimator.linear_only_ else ""))
+            + (LINEAR_ONLY_NOTE if estimator.linear_only_ else ""))
     return estimator
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 from sklearn.base import is_classifier, is_regressor
+from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -32,6 +33,7 @@ __all__ = [
     "LARGEST_LEARNING_RATE",
     "SMALLEST_PENALTY",
     "check_input",
+    "final_estimator",
     "standard_scale",
     "check_finite_features",
     "check_grid_range",
@@ -251,6 +253,12 @@ def check_grid_range(owner, X, pitches, shifts):
             f"(pitch {float(np.min(pitches)):.3g}) from the origin, beyond the 2^62 cells a grid numbers. "
             "Rescale X or raise length_scale."
         )
+
+
+def final_estimator(model):
+    """The estimator that predicts for ``model``: a fitted search object's best estimator, a pipeline's last step."""
+    model = getattr(model, "best_estimator_", model)
+    return model.steps[-1][1] if isinstance(model, Pipeline) else model
 
 
 def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):

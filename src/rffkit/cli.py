@@ -37,6 +37,7 @@ from ._cli_support import (
     parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
 from ._streaming import validation_mask
+from ._validation import final_estimator
 from .distributed import process_group
 from .io import ColumnEncoding, ColumnNotFoundError, open_table
 from .persistence import read_metadata, save
@@ -326,8 +327,7 @@ def info_command(args):
     if args.json:
         import json
 
-        final = model.steps[-1][1] if hasattr(model, "steps") else model
-        params = {key: repr(value) for key, value in final.get_params(deep=False).items()}
+        params = {key: repr(value) for key, value in final_estimator(model).get_params(deep=False).items()}
         print(json.dumps({**meta, "parameters": params, "file": header}, indent=2, default=repr))
         return 0
     lines = model_file_lines(args.model, header, meta, model)

@@ -21,6 +21,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import final_estimator
 from .stability import RelevanceStability
 
 __all__ = ["grouped_importances", "plot_relevances"]
@@ -154,7 +155,7 @@ def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, group
     ax.set_yticks(positions)
     ax.set_yticklabels([str(name) for name in names], fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_title(f"{type(_final_estimator(estimator_or_pipeline_or_stability)).__name__} importances", fontsize=9)
+    ax.set_title(f"{type(final_estimator(estimator_or_pipeline_or_stability)).__name__} importances", fontsize=9)
     return ax
 
 
@@ -177,15 +178,10 @@ def _unwrap(model):
     return getattr(model, "best_estimator_", model)
 
 
-def _final_estimator(model):
-    model = _unwrap(model)
-    return model.steps[-1][1] if isinstance(model, Pipeline) else model
-
-
 def _shares_and_owners(model):
     """Normalised importances of the final estimator, the input column each comes from, input names."""
     model = _unwrap(model)
-    final = _final_estimator(model)
+    final = final_estimator(model)
     if isinstance(model, Pipeline):
         check_is_fitted(model)
     name = type(final).__name__
@@ -234,7 +230,7 @@ def _model_input_names(model, n_columns):
             return [str(name) for name in model[:-1].get_feature_names_out()]
         except (AttributeError, ValueError):
             pass
-    return _input_names(_final_estimator(model), n_columns)
+    return _input_names(final_estimator(model), n_columns)
 
 
 def _trace(transformer, names):

@@ -23,7 +23,7 @@ from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_X_y
 
-from ._validation import SEED_BOUND
+from ._validation import SEED_BOUND, final_estimator
 
 __all__ = ["RelevanceStability", "relevance_stability"]
 
@@ -445,8 +445,7 @@ def _with_seeds(estimator, seed):
 def _refit(estimator, X, y, rows, seed, importance_getter):
     """``(importances, linear_only)`` of one refit; ``linear_only`` None where the estimator does not say."""
     fitted = _with_seeds(estimator, seed).fit(X[rows], y[rows])
-    final = fitted.steps[-1][1] if hasattr(fitted, "steps") else fitted
-    linear_only = getattr(final, "linear_only_", None)
+    linear_only = getattr(final_estimator(fitted), "linear_only_", None)
     return _importances(fitted, importance_getter), None if linear_only is None else bool(linear_only)
 
 
