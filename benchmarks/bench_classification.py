@@ -259,7 +259,8 @@ def stability_plot(seed=0):
         "`relevance_stability(RFFNetClassifier(), X_train, y_train, n_resamples=20, top_k=5)`; "
         "plot: `classification_stability.png`. Features by top-5 selection frequency "
         f"(Meinshausen-Buehlmann bound on expected false selections at frequency >= 0.8: "
-        f"{result.false_selection_bound(0.8):.2f}, which assumes exchangeable noise features):\n",
+        f"{result.false_selection_bound(0.8):.2f}, which assumes exchangeable noise features). "
+        f"{_linear_only_count(result)}\n",
         "| feature | selection frequency | mean relevance | 5-95% |",
         "|---|---|---|---|",
     ]
@@ -269,6 +270,18 @@ def stability_plot(seed=0):
         for i in order
     ]
     return "\n".join(lines) + "\n"
+
+
+def _linear_only_count(result):
+    """How many refits kept the linear-only model, whose importances are its weights' sizes."""
+    if result.linear_only is None:
+        return ""
+    count, total = int(result.linear_only.sum()), result.linear_only.shape[0]
+    if count == 0:
+        return f"All {total} refits kept the kernel model."
+    return (f"{count} of the {total} refits kept the linear-only model (logistic regression on the inputs "
+            "of non-zero relevance; `linear_only_`), whose importances are the sizes of its weights, "
+            "not kernel relevances; the table pools both kinds.")
 
 
 def summarise(rows):
