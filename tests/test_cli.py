@@ -56,3 +56,38 @@ def test_version_and_help(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "torchrun --standalone --nproc_per_node=2 -m rffkit fit" in text
     assert "at most 20 distinct whole numbers" in text and "--set PARAM=VALUE" in text
+
+
+def test_help_version_and_usage_errors_do_not_import_torch():
+    # the parser answers before the commands' modules load (rffkit._cli_commands)
+    import subprocess
+
+    probe = ("import sys\n"
+             "from rffkit.cli import main\n"
+             "for argv in (['--help'], ['fit', '--help'], ['--version']):\n"
+             "    try:\n"
+             "        main(argv)\n"
+             "    except SystemExit as stop:\n"
+             "        assert stop.code == 0, argv\n"
+             "assert main(['fit', 'data.csv']) == 2\n"  # --target missing: a usage error
+             "heavy = sorted({'torch', 'sklearn', 'pandas', 'pyarrow'} & set(sys.modules))\n"
+             "print('loaded:', heavy)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "loaded: []"
+    assert "the following arguments are required: --target" in result.stderr
+
+
+def test_package_names_load_on_first_use():
+    import importlib
+    import subprocess
+
+    for name in rffkit.__all__:
+        assert getattr(rffkit, name) is not None and name in dir(rffkit)
+    assert rffkit.RFFNetRegressor is importlib.import_module("rffkit.rffnet").RFFNetRegressor
+    assert rffkit.io.open_table is importlib.import_module("rffkit.io").open_table
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        rffkit.nope
+    result = subprocess.run([sys.executable, "-c", "import sys, rffkit; print('torch' in sys.modules)"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "False", result.stderr

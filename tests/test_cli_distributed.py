@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rffkit
-from rffkit import cli
+from rffkit import _cli_commands, _cli_support, cli
 from rffkit._cli_support import predictions
 from rffkit.distributed import process_group
 from rffkit.io import ArraySource, TableSource
@@ -44,10 +44,10 @@ def _as_rank(monkeypatch, rank, world_size, estimator=ReadsSources):
     def group(device="cpu"):
         yield rank, world_size
 
-    monkeypatch.setattr(cli, "process_group", group)
-    estimators = cli.estimators()
+    monkeypatch.setattr(_cli_commands, "process_group", group)
+    estimators = _cli_support.estimators()
     estimators["ridge", "regression"] = (estimator, True)
-    monkeypatch.setattr(cli, "estimators", lambda: estimators)
+    monkeypatch.setattr(_cli_commands, "estimators", lambda: estimators)
 
 
 def _fit(shards, capsys, name, *options):
@@ -58,7 +58,7 @@ def _fit(shards, capsys, name, *options):
 
 def test_only_rank_0_prints_and_writes(shards, capsys, monkeypatch):
     saved = []
-    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(path))
+    monkeypatch.setattr(_cli_commands, "save", lambda obj, path: saved.append(path))
     _as_rank(monkeypatch, 1, 2)
     assert _fit(shards, capsys, "m.rffkit", "--set", "features__n_components=30") == (0, "", "")
     assert saved == []
@@ -70,7 +70,7 @@ def test_only_rank_0_prints_and_writes(shards, capsys, monkeypatch):
 
 def test_a_fit_from_memory_refuses_several_processes(shards, capsys, monkeypatch):
     _as_rank(monkeypatch, 0, 2)
-    monkeypatch.setattr(cli, "estimators", lambda: {("ridge", "regression"): (rffkit.SRFFRegressor, False)})
+    monkeypatch.setattr(_cli_commands, "estimators", lambda: {("ridge", "regression"): (rffkit.SRFFRegressor, False)})
     status, _, err = _fit(shards, capsys, "m.rffkit", "--set", "max_iter=5")
     assert status == 2 and "SRFFRegressor fits in one process only" in err
     assert not (shards / "m.rffkit").exists()

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rffkit
-from rffkit import cli
+from rffkit import _cli_commands, cli
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_a_failed_prediction_leaves_no_file(folder, capsys, monkeypatch):
     def fail(model, X, method="predict"):
         raise ValueError("predicting failed")
 
-    monkeypatch.setattr(cli, "predictions", fail)
+    monkeypatch.setattr(_cli_commands, "predictions", fail)
     err = _fails(capsys, folder, "predict", "{d}/ridge.rffkit", "{d}/data.csv", "--output", "{d}/p.parquet")
     assert err == "rffkit: error: predicting failed\n"
 

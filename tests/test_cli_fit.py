@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rffkit
-from rffkit import _cli_support, cli
+from rffkit import _cli_commands, _cli_support, cli
 from rffkit._cli_support import (
     RowSplit, choose_task, column_relevances, parse_settings, takes_sources,
 )
@@ -215,17 +215,17 @@ class ReadsSources(RFFRidge):
 
 def test_an_estimator_that_takes_sources_gets_the_training_rows(table_csv, monkeypatch, capsys):
     saved = []
-    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
+    monkeypatch.setattr(_cli_commands, "save", lambda obj, path: saved.append(obj))
     argv = ["fit", table_csv, "--target", "y", "--model", "ridge", "--set",
             "features__n_components=30", "--features", "x", "z", "colour"]
-    monkeypatch.setattr(cli, "takes_sources", lambda estimator, sample: False)
+    monkeypatch.setattr(_cli_commands, "takes_sources", lambda estimator, sample: False)
     assert "in memory: 300 x 5 values" in _run(capsys, *argv)
 
     monkeypatch.undo()
-    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
-    estimators = cli.estimators()
+    monkeypatch.setattr(_cli_commands, "save", lambda obj, path: saved.append(obj))
+    estimators = _cli_support.estimators()
     estimators["ridge", "regression"] = (ReadsSources, True)
-    monkeypatch.setattr(cli, "estimators", lambda: estimators)
+    monkeypatch.setattr(_cli_commands, "estimators", lambda: estimators)
     # float64 as in memory, to compare the two fits to rounding
     assert "streamed: ReadsSources reads the training rows" in _run(capsys, *argv, "--stream", "always",
                                                                    "--dtype", "float64")
@@ -252,10 +252,10 @@ def test_stream_auto_reads_into_memory_what_fits_and_streams_the_rest(table_csv,
     def _split_fits():  # fits on the training rows as a source (takes_sources also fits a 32-row sample)
         return sum(isinstance(source, RowSplit) for source in ReadsSources.sources)
 
-    estimators = cli.estimators()
+    estimators = _cli_support.estimators()
     estimators["ridge", "regression"] = (ReadsSources, True)
-    monkeypatch.setattr(cli, "estimators", lambda: estimators)
-    monkeypatch.setattr(cli, "save", lambda obj, path: saved.append(obj))
+    monkeypatch.setattr(_cli_commands, "estimators", lambda: estimators)
+    monkeypatch.setattr(_cli_commands, "save", lambda obj, path: saved.append(obj))
     argv = ["fit", table_csv, "--target", "y", "--model", "ridge", "--set", "features__n_components=30",
             "--features", "x", "z", "colour"]
     out = _run(capsys, *argv)
@@ -280,7 +280,7 @@ def test_stream_choices_that_cannot_be_kept_are_refused(table_csv, capsys):
     with pytest.raises(cli.CommandLineError, match="--stream never reads the table into one process"):
         source = open_table(str(table_csv), target="y", features=["x", "z"])
         first = next(source.iter_chunks(chunk_rows=32))
-        cli._streams("never", RFFRidge(), source, (first.X, first.y), world_size=2)
+        _cli_commands._streams("never", RFFRidge(), source, (first.X, first.y), world_size=2)
 
 
 def test_row_split_partitions_rows_over_ranks(table_csv):

@@ -15,8 +15,9 @@ import os
 from ._cli_support import describe_score
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._validation import final_estimator
+from .cli import one_line
 
-__all__ = ["Report", "one_line", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
+__all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
            "report_fit", "model_file_lines"]
 
 
@@ -35,11 +36,6 @@ class Report:
             import json
 
             print(json.dumps(self.data, indent=2))
-
-
-def one_line(text):
-    """``text`` (any object) as one line, runs of white space made one space."""
-    return " ".join(str(text).split())
 
 
 def readable_size(n_bytes):

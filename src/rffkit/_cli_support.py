@@ -20,22 +20,17 @@ import numpy as np
 
 from ._streaming import validation_mask
 from ._validation import final_estimator
+from .cli import MAX_AUTO_CLASSES, CommandLineError
 from .io import ArraySource, Chunk, ColumnEncoding, TableSource
 from .persistence import ModelFileError, load
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "MAX_AUTO_CLASSES", "CommandLineError", "estimators",
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators",
            "parse_settings", "configure", "summarise_target", "choose_task", "takes_sources",
            "RowSplit", "HeldOutScore", "predictions", "describe_score", "column_relevances",
            "load_model", "replaced_atomically"]
 
 MODEL_FORMAT = "rffkit-command-line"
 MODEL_VERSION = 1
-#: ``--task auto`` calls a target of whole numbers a class label when it has at most this many values.
-MAX_AUTO_CLASSES = 20
-
-
-class CommandLineError(Exception):
-    """A problem with what the user asked for; its message says what to change."""
 
 
 def estimators():

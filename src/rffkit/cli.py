@@ -12,330 +12,43 @@ its held-out score and the relevance of each original column, and saves a model 
 
 and ``rffkit predict`` applies the same encoding to raw files. Errors a user can act on print
 one line, ``rffkit: error: ...``, and exit with status 2; no output file is left half-written.
+The commands themselves are in :mod:`rffkit._cli_commands`: this module imports neither torch
+nor scikit-learn, so ``--help``, ``--version`` and usage errors answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
-import time
-import types
 import warnings
 
-import numpy as np
-
 from . import __version__
-from ._cli_demo import demo, write_diabetes_csv
-from ._cli_report import (
-    Report, model_file_lines, one_line, readable_size, relevance_lines, report_fit, report_inputs,
-)
-from ._cli_support import (
-    MAX_AUTO_CLASSES, MODEL_FORMAT, MODEL_VERSION, CommandLineError, HeldOutScore, RowSplit,
-    choose_task, column_relevances, configure, estimators, load_model,
-    parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
-)
-from ._streaming import validation_mask
-from ._validation import final_estimator
-from .distributed import process_group
-from .io import ColumnEncoding, ColumnNotFoundError, open_table
-from .persistence import read_metadata, save
 
 __all__ = ["main", "build_parser", "demo", "write_diabetes_csv", "CommandLineError"]
 
-PREDICTION_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: ``--task auto`` calls a target of whole numbers a class label when it has at most this many values.
+MAX_AUTO_CLASSES = 20
 
 
-# -- commands --------------------------------------------------------------------------------
-def _read_into_memory(source, estimator, report, why):
-    """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
-    from ._memory import available_memory
-
-    need = source.n_rows * source.n_features * source.dtype.itemsize
-    available = available_memory()
-    if 2 * need > available:
-        raise CommandLineError(
-            f"{type(estimator).__name__} fits from memory and the table needs about {readable_size(need)} "
-            f"there ({source.n_rows} rows x {source.n_features} columns), twice that while it is "
-            f"read; {readable_size(available)} is available. Fit a sample of the rows.")
-    report.line(f"in memory: {source.n_rows} x {source.n_features} values ({readable_size(need)}); {why}")
-    chunks = list(source.iter_chunks())
-    return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
+class CommandLineError(Exception):
+    """A problem with what the user asked for; its message says what to change."""
 
 
-def _streams(mode, estimator, source, sample, world_size):
-    """Whether ``rffkit fit`` streams the files to the estimator, and why (``--stream``).
-
-    'auto' streams when the estimator fits from a source and either several processes
-    share the work or the in-memory fit would need more than half the available memory
-    (the table twice while it is read, plus the estimate of :mod:`rffkit._memory`): a
-    streamed fit searches RFFNet's relevances on a sample, so on a table that fits in
-    memory the in-memory fit is the better model.
-    """
-    from ._memory import available_memory, estimate_peak_bytes
-
-    name = type(estimator).__name__
-    can = takes_sources(estimator, sample)
-    if not can:
-        if world_size > 1:
-            raise CommandLineError(f"{name} fits in one process only (it does not fit from a data "
-                                   "source); run rffkit fit without torchrun.")
-        if mode == "always":
-            raise CommandLineError(f"--stream always: {name} does not fit from a data source; use "
-                                   "--stream auto, which reads the table into memory for it.")
-        return False, f"{name} fits from arrays, not from streamed files"
-    if world_size > 1:
-        if mode == "never":
-            raise CommandLineError("--stream never reads the table into one process, but under "
-                                   f"torchrun each of the {world_size} processes fits on its share of "
-                                   "the rows; use --stream auto or always.")
-        return True, f"on {world_size} processes"
-    if mode != "auto":
-        return mode == "always", f"--stream {mode}"
-    table = source.n_rows * source.n_features * source.dtype.itemsize
-    shape = types.SimpleNamespace(shape=(source.n_rows, source.n_features), dtype=np.dtype(np.float64))
-    estimate = estimate_peak_bytes(estimator, shape)
-    need = 2 * table + (estimate[0] if estimate else 0)
-    available = available_memory()
-    if 2 * need <= available:
-        return False, (f"the in-memory fit needs about {readable_size(need)} of the {readable_size(available)} "
-                       "available (--stream always would read the files chunk by chunk)")
-    return True, (f"the in-memory fit would need about {readable_size(need)}, more than half of the "
-                  f"{readable_size(available)} available")
+def one_line(text):
+    """``text`` (any object) as one line, runs of white space made one space."""
+    return " ".join(str(text).split())
 
 
-def _fit_model(args, source, estimator, scale, world, report):
-    """Fit on the training rows; return the fitted model, its held-out score and row counts."""
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
+def __getattr__(name):
+    # the demo's functions import torch: loaded when asked for (``from rffkit.cli import demo``)
+    if name in ("demo", "write_diabetes_csv"):
+        from . import _cli_demo
 
-    rank, world_size = world
-    first = next(source.iter_chunks(chunk_rows=32))
-    streamed, why = _streams(args.stream, estimator, source, (first.X, first.y), world_size)
-    name = type(estimator).__name__
-    steps = [("standardscaler", StandardScaler())] if scale else []
-    score = HeldOutScore(report.data["task"])
-    split = (args.test_size, args.random_state)
-    if streamed:
-        if args.dtype == "auto":
-            source = source.with_dtype(np.float32)
-        train, test = RowSplit(source, *split), RowSplit(source, *split, held_out=True)
-        report.line(f"streamed: {name} reads the training rows from the files chunk by chunk in "
-                    f"{np.dtype(source.dtype).name} ({why})")
-        start = time.perf_counter()
-        if scale:  # every rank reads all training rows, so all get the same scaler
-            for chunk in train.iter_chunks():
-                steps[0][1].partial_fit(chunk.X)
-            train = RowSplit(source, *split, transform=steps[0][1].transform)
-        estimator.fit(train)
-        seconds = time.perf_counter() - start
-        if scale:  # its inputs were the scaler's unnamed outputs, as in the in-memory pipeline
-            estimator.__dict__.pop("feature_names_in_", None)
-        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
-        if rank == 0:  # rank 0 scores the held-out rows; the other ranks are done
-            for chunk in test.iter_chunks():
-                score.add(model, chunk.X, chunk.y)
-        n_test = test.n_rows
-        n_train = source.n_rows - n_test
-    else:
-        X, y, rows = _read_into_memory(source, estimator, report, why)
-        held_out = validation_mask(rows, args.test_size, args.random_state)
-        n_train, n_test = int((~held_out).sum()), int(held_out.sum())
-        if n_train < 2:
-            raise CommandLineError(f"only {n_train} training row(s) remain after holding out "
-                                   f"{n_test}; lower --test-size or give more rows.")
-        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
-        start = time.perf_counter()
-        model.fit(X[~held_out], y[~held_out])
-        seconds = time.perf_counter() - start
-        if n_test:
-            score.add(model, X[held_out], y[held_out])
-    return model, score.result(), seconds, n_train, n_test, streamed
+        return getattr(_cli_demo, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _check_output_folder(path, option="--output"):
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
-
-
-def _backend(device):
-    """The torch.distributed backend of a job whose estimator runs on ``device``: gloo, and NCCL for CUDA."""
-    import torch
-
-    return "cpu:gloo,cuda:nccl" if str(device).startswith("cuda") and torch.cuda.is_available() else "gloo"
-
-
-def fit_command(args):
-    """``rffkit fit``: see ``rffkit fit --help``."""
-    _check_output_folder(args.output)
-    settings = parse_settings(args.set)
-    if not 0 <= args.test_size < 1:
-        raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
-    with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
-        report = Report(args.json, quiet=rank != 0)
-        dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
-        source = open_table(args.data, target=args.target, features=args.features, dtype=dtype)
-        kind, values, n_rows = summarise_target(source)
-        task, why = choose_task(args.task, kind, values)
-        if (args.model, task) not in estimators():
-            raise CommandLineError(f"--model {args.model} fits regression only and the task is "
-                                   f"{task} ({why}); use --model rffnet or --model ridge.")
-        cls, scale = estimators()[args.model, task]
-        estimator = cls()
-        defaults = {"random_state": args.random_state, "verbose": int(args.verbose)}
-        estimator.set_params(**{k: v for k, v in defaults.items() if k in estimator.get_params()})
-        configure(estimator, settings, source.n_features)
-        report_inputs(report, args, source, n_rows, task=task, why=why, estimator=estimator, scale=scale)
-        model, score, seconds, n_train, n_test, streamed = _fit_model(
-            args, source, estimator, scale, (rank, world_size), report)
-        relevances = column_relevances(model, source.encoding.groups)
-        classes = np.asarray(model.classes_).tolist() if task == "classification" else None
-        report.data.update(
-            estimator=type(estimator).__name__, standardised=scale, classes=classes,
-            n_train=n_train, n_test=n_test, test_size=args.test_size, random_state=args.random_state,
-            score=score, fit_seconds=round(seconds, 3), streamed=streamed, world_size=world_size,
-            relevances=relevances, linear_only=bool(getattr(estimator, "linear_only_", False)),
-            command=shlex.join(["rffkit", *args.argv]))
-        report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
-                   relevances=relevances)
-        if rank == 0:
-            save({"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": model,
-                  "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
-            report.data["model_file"] = args.output
-            report.line(f"saved to {args.output} (rffkit info {shlex.quote(args.output)} describes it)")
-        report.finish()
-    return 0
-
-
-def _read_columns(source, columns):
-    """The columns ``columns`` of every file of ``source``, in its row order, as one Arrow table."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    import pyarrow.dataset as ds
-
-    if source.format == "parquet":
-        file_format = ds.ParquetFileFormat()
-    else:
-        delimiter = "\t" if source.format == "tsv" else ","
-        file_format = ds.CsvFileFormat(parse_options=pa_csv.ParseOptions(delimiter=delimiter))
-    dataset = ds.dataset(source.files, format=file_format)
-    missing = [column for column in columns if column not in dataset.schema.names]
-    if missing:
-        raise CommandLineError(f"--id: no column {missing[0]!r} in the data; its columns are "
-                               f"{', '.join(dataset.schema.names)}.")
-    try:
-        return dataset.to_table(columns=columns)
-    except pa.ArrowException as error:
-        raise CommandLineError(f"--id: cannot read {', '.join(columns)}: {error}") from None
-
-
-def predict_command(args):
-    """``rffkit predict``: see ``rffkit predict --help``."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
-
-    extension = os.path.splitext(args.output)[1].lower()
-    if extension not in PREDICTION_FORMATS:
-        raise CommandLineError(f"--output {args.output!r}: give a .csv or .parquet file name.")
-    _check_output_folder(args.output)
-    bundle = load_model(args.model)
-    meta, model = bundle["meta"], bundle["estimator"]
-    if args.proba and meta["task"] != "classification":
-        raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
-    encoding = ColumnEncoding.from_dict(bundle["encoding"])
-    try:
-        source = open_table(args.data, encoding=encoding)
-    except ColumnNotFoundError as error:
-        raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
-    ids = _read_columns(source, args.id) if args.id else None
-    name = f"predicted_{meta['target']}"
-    written, writer = 0, None
-    with replaced_atomically(args.output) as temporary:
-        try:
-            for chunk in source.iter_chunks():
-                columns = {} if ids is None else dict(zip(args.id, ids.take(chunk.rows).columns))
-                columns[name] = pa.array(predictions(model, chunk.X))
-                if args.proba:
-                    proba = predictions(model, chunk.X, "predict_proba").astype(np.float64)
-                    columns.update({f"proba_{label}": proba[:, j] for j, label in enumerate(meta["classes"])})
-                table = pa.table(columns)
-                if writer is None:
-                    schema = table.schema
-                    writer = (pq.ParquetWriter(temporary, schema) if PREDICTION_FORMATS[extension]
-                              == "parquet" else pa_csv.CSVWriter(temporary, schema))
-                writer.write_table(table.cast(schema))
-                written += table.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-    what = "predictions" + (" and class probabilities" if args.proba else "")
-    print(f"wrote {written} {what} to {args.output}")
-    return 0
-
-
-def relevances_command(args):
-    """``rffkit relevances``: see ``rffkit relevances --help``."""
-    if args.top is not None and args.top < 1:
-        raise CommandLineError(f"--top must be a positive number; got {args.top}.")
-    if args.plot:
-        _check_output_folder(args.plot, "--plot")
-        try:
-            from matplotlib.figure import Figure
-        except ImportError:
-            raise CommandLineError('--plot needs matplotlib: pip install "rffkit[plot]" '
-                                   "(or pip install matplotlib).") from None
-    bundle = load_model(args.model)
-    name = bundle["meta"]["estimator"]
-    relevances = column_relevances(bundle["estimator"], ColumnEncoding.from_dict(bundle["encoding"]).groups)
-    if relevances is None:
-        raise CommandLineError(f"{args.model!r} holds a {name}, which learns no relevance per column; "
-                               "fit with --model rffnet or --model srff to rank the columns.")
-    shown = dict(list(relevances.items())[:args.top])
-    if args.plot:
-        figure = Figure(figsize=(5.0, 0.3 * len(shown) + 1.2), layout="constrained")
-        ax = figure.subplots()
-        ax.barh(np.arange(len(shown))[::-1], list(shown.values()), color="tab:blue")
-        ax.set_yticks(np.arange(len(shown))[::-1], list(shown), fontsize=8)
-        ax.set_xlabel("share of the total relevance")
-        ax.set_title(f"{name} relevances, target {bundle['meta']['target']!r}", fontsize=9)
-        extension = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
-        with replaced_atomically(args.plot) as temporary:
-            figure.savefig(temporary, format=extension, dpi=120)
-    linear_only = bool(bundle["meta"].get("linear_only"))
-    if args.json:
-        import json
-
-        print(json.dumps({"model": args.model, "estimator": name, "linear_only": linear_only, "relevances": shown},
-                         indent=2))
-        return 0
-    kind = "its linear-only model's weight sizes as shares" if linear_only else "share of the total relevance"
-    print(f"{name} relevances in {args.model} ({kind}; one-hot columns summed into their column):")
-    print("\n".join(relevance_lines(shown, len(shown))))
-    if args.plot:
-        print(f"bar chart saved to {args.plot}")
-    return 0
-
-
-def info_command(args):
-    """``rffkit info``: see ``rffkit info --help``."""
-    bundle = load_model(args.model)
-    meta, model = bundle["meta"], bundle["estimator"]
-    header = read_metadata(args.model)
-    if args.json:
-        import json
-
-        params = {key: repr(value) for key, value in final_estimator(model).get_params(deep=False).items()}
-        print(json.dumps({**meta, "parameters": params, "file": header}, indent=2, default=repr))
-        return 0
-    lines = model_file_lines(args.model, header, meta, model)
-    print("\n".join(lines))
-    return 0
-
-
-# -- the parser and main ------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise CommandLineError(f"{message} (see {self.prog} --help)")
@@ -398,7 +111,7 @@ def build_parser():
                      help="model file to write (default model.rffkit)")
     fit.add_argument("--verbose", action="store_true", help="the estimator's progress (verbose=1)")
     fit.add_argument("--json", action="store_true", help="print the report as JSON")
-    fit.set_defaults(run=fit_command)
+    fit.set_defaults(run="fit_command")
 
     predict = commands.add_parser(
         "predict", help="predict with a saved model on CSV/Parquet files",
@@ -410,7 +123,7 @@ def build_parser():
     predict.add_argument("--output", required=True, metavar="FILE", help=".csv or .parquet")
     predict.add_argument("--proba", action="store_true", help="add one probability column per class")
     predict.add_argument("--id", nargs="+", metavar="COL", help="columns copied to the output")
-    predict.set_defaults(run=predict_command)
+    predict.set_defaults(run="predict_command")
 
     relevances = commands.add_parser(
         "relevances", help="rank the original columns of a saved model by relevance",
@@ -420,14 +133,14 @@ def build_parser():
     relevances.add_argument("--top", type=int, metavar="K", help="show the K most relevant columns")
     relevances.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
     relevances.add_argument("--json", action="store_true")
-    relevances.set_defaults(run=relevances_command)
+    relevances.set_defaults(run="relevances_command")
 
     info = commands.add_parser("info", help="describe a saved model",
                                description="Estimator, parameters, data, task, score and versions "
                                            "of a model saved by rffkit fit.")
     info.add_argument("model", metavar="MODEL")
     info.add_argument("--json", action="store_true")
-    info.set_defaults(run=info_command)
+    info.set_defaults(run="info_command")
 
     run = commands.add_parser("demo", help="fit RFFNet on SE1, then run the command line on a file",
                               description="Fit RFFNet on the synthetic SE1 problem, then run rffkit "
@@ -438,13 +151,8 @@ def build_parser():
                      help="bar chart of the SE1 relevances (default rffnet_relevances.png)")
     run.add_argument("--no-plot", action="store_const", const="", dest="plot")
     run.add_argument("--dir", metavar="DIR", help="keep the demo's files here")
-    run.set_defaults(run=_demo_command)
+    run.set_defaults(run="demo_command")
     return parser
-
-
-def _demo_command(args):
-    demo(args.n_samples, args.random_state, args.plot, args.dir)
-    return 0
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -465,7 +173,9 @@ def main(argv=None):
             warnings.showwarning = _show_warning
             args = build_parser().parse_args(argv)
             args.argv = argv
-            return args.run(args)
+            from . import _cli_commands  # torch and scikit-learn: only once a command runs
+
+            return getattr(_cli_commands, args.run)(args)
     except (CommandLineError, ValueError, OSError, MemoryError) as error:
         where = "" if rank == "0" else f"(rank {rank}) "
         print(f"rffkit: error: {where}{one_line(error)}", file=sys.stderr)
