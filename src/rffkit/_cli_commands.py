@@ -31,7 +31,6 @@ __all__ = ["fit_command", "predict_command", "relevances_command", "info_command
 PREDICTION_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-# -- commands --------------------------------------------------------------------------------
 def _read_into_memory(source, estimator, report, why):
     """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
     from ._memory import available_memory
