@@ -316,11 +316,17 @@ def markdown(rows, notes=(), suite="50k"):
                       if suite == "50k" else
                       ("RFFNet's refinement moves on and off (estimator parameters): speed against accuracy at 50,000 rows",
                        "python benchmarks/bench_settings.py run --suite params --workers 1"))
+    timing = ([
+        "side (see the docstring): compare with the `base` row, not with fits run alone; the ratio is given only",
+        "for rows of base's machine.",
+    ] if suite == "50k" else [
+        "a time, each alone in a fresh one-thread process (`--workers 1`), as bench_real times its fits.",
+    ])
     return _page(title, command, rows, [
                      "Tables: test R^2 (flights, movies, cps: bench_real's splits, 10 noise columns, one-hot categories);",
-                     "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run side by",
-                     "side (see the docstring): compare with the `base` row, not with fits run alone; the ratio is given only",
-                     "for rows of base's machine.",
+                     "SE1, SE2: test MSE (relevant inputs among the first five). CPU s: mean per fit, of fits run "
+                     + ("side by" if suite == "50k" else "one at"),
+                     *timing,
                  ], lines, notes)
 
 
