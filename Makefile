@@ -32,8 +32,9 @@ test-all: $(STAMP)
 # `make bench` runs every benchmarks/bench_*.py with the options its committed results
 # were made with (the ablation tunes each solver's learning rate); the two tables built
 # up from many runs (rffnet_table2, srff_tables) merge the rows a run refits into the
-# committed CSV instead of replacing it. `make bench-core` runs only the
-# SE1/SE2 table of RFFNet at its defaults (bench_rffnet_se).
+# committed CSV instead of replacing it; bench_settings also runs its se1_5k and params
+# suites (its default run is the 50k sweep, whose prepared tables the params suite reads).
+# `make bench-core` runs only the SE1/SE2 table of RFFNet at its defaults (bench_rffnet_se).
 bench-core: $(STAMP)
 	$(BIN)/python benchmarks/bench_rffnet_se.py
 	$(BIN)/python benchmarks/update_readme.py
@@ -47,6 +48,8 @@ bench: $(STAMP)
 	  esac; \
 	  echo "== $$script $$options"; $(BIN)/python $$script $$options; \
 	done
+	$(BIN)/python benchmarks/bench_settings.py run --suite se1_5k
+	$(BIN)/python benchmarks/bench_settings.py run --suite params --workers 1
 	$(BIN)/python benchmarks/update_readme.py
 
 clean:
