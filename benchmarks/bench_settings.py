@@ -276,7 +276,7 @@ def _page(title, command, rows, explanation, lines, notes):
 
 def markdown(rows, notes=(), suite="50k"):
     """The sweep as a table: per setting, each problem's score and the mean CPU seconds per table."""
-    configs, retired = (CONFIGS, RETIRED) if suite == "50k" else (PARAM_CONFIGS, {})
+    configs, retired = SUITES[suite][1], RETIRED if suite == "50k" else {}
     by = collections.defaultdict(dict)
     for row in rows:
         by[row["config"]][(row["problem"], row["seed"])] = row

@@ -85,11 +85,12 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
 
 
 def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances):
-    """Print the fit time, the held-out score and the relevances per original column."""
+    """Print the fit time, the held-out score and the relevances per original column (the task and
+    whether the model is linear-only are read from ``report.data``, where the fit's facts are kept)."""
     report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
     report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
-    if getattr(estimator, "linear_only_", False):
-        linear = "logistic regression" if hasattr(estimator, "classes_") else "ridge regression"
+    if report.data.get("linear_only"):
+        linear = "logistic regression" if report.data["task"] == "classification" else "ridge regression"
         report.line(f"model: {linear} (RFFNet's kernel model did not beat it on the same inputs; relevances are "
                     "the sizes of its weights)")
     if relevances is None:
