@@ -17,7 +17,7 @@ labels; and parameter values at, just inside and just past the bounds that
 
 with no warning but rffkit's and scikit-learn's own (``UserWarning`` subclasses such as
 ``SmallSampleWarning`` and ``ConvergenceWarning``): a ``RuntimeWarning`` (overflow,
-invalid value) fails. Examples hypothesis found are kept below as ``@example``s.
+invalid value) fails. Failures hypothesis found are kept at the end as plain tests.
 
 Budgets: ``max_examples`` of the loaded profile (``tests/conftest.py``: 10 by default, 250
 under ``HYPOTHESIS_PROFILE=slow``) times a factor per property (3 for inputs, 2 for
@@ -34,9 +34,9 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
+from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.utils._param_validation import Interval, InvalidParameterError, make_constraint
 
 from rffkit import (
