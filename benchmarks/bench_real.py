@@ -527,8 +527,9 @@ def targets_table(rows):
 def _machine_line(rows, device):
     if device == "cpu":
         return (f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs; every method ran "
-                f"on {{threads}} thread(s) (BLAS, OpenMP and torch; on this loaded machine HGB's default 2 OpenMP "
-                f"threads fitted 10x slower than 1)")
+                f"on {{threads}} thread(s) (BLAS, OpenMP and torch: while other work held a core, HGB's default 2 "
+                f"OpenMP threads fitted 2-10x slower than 1; on an idle machine both methods' own default threads "
+                f"give about the 1-thread ratio, the speed note)")
     machines = "; ".join(sorted({row["machine"] for row in rows if row.get("machine")})) or "unrecorded"
     return (f"Machine: {machines} (a lent GPU machine, this benchmark alone on it); RFFNet and RFFRidge fitted on "
             f"{device} (the clock stops after the GPU's queued work), the other methods on the CPU, every method's "
@@ -645,8 +646,8 @@ def main(argv=None):
     parser.add_argument("--max-rows", type=int, default=None,
                         help=f"cap on each table's rows (default {FULL_ROWS:,}; {QUICK_ROWS:,} with --quick)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="threads of every method (BLAS, OpenMP, torch; default 1: on a shared machine "
-                             "OpenMP's 2 threads ran HGB 10x slower than 1)")
+                        help="threads of every method (BLAS, OpenMP, torch; default 1: while other work held a "
+                             "core, OpenMP's 2 threads ran HGB 2-10x slower than 1)")
     parser.add_argument("--device", default="cpu",
                         help="where RFFNet and RFFRidge fit (default cpu; 'cuda' writes real_cuda.csv / .md)")
     parser.add_argument("--tables", metavar="DIR", default=None,
