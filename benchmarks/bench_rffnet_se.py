@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import PeakRSS as _PeakRSS
-from _common import add_quiet_argument, in_fresh_process, load_average, progress, say
+from _common import add_quiet_argument, code_version, in_fresh_process, load_average, progress, say, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"gregorova_se1": 0.060, "gregorova_se2": 1.0}
@@ -159,7 +159,7 @@ def main():
         print(write(rows, args, load=None))
         return
 
-    rows = []
+    rows, commit = [], code_version()
     fits = [
         (problem, seed, method)
         for problem in args.problems
@@ -169,6 +169,7 @@ def main():
     for problem, seed, method in progress(fits, desc="bench_rffnet_se", quiet=args.quiet,
                                           label=lambda fit: f"{fit[0]} seed={fit[1]} {fit[2]}"):
         result = run(problem, seed, args.n_train, method)
+        result["commit"] = commit
         rows.append(result)
         write(rows, args)
         say(
@@ -186,15 +187,15 @@ def write(rows, args, load="now"):
         load = load_average()
         for row in rows:
             row.setdefault("load_average", load)
-        with open(RESULTS / "rffnet_se.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[-1]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv_atomically(RESULTS / "rffnet_se.csv", list(rows[-1]), rows)
     loads = sorted({row.get("load_average", "") for row in rows} - {""})
+    versions = sorted({row.get("commit", "") for row in rows} - {""})
     table = summarise(rows)
     header = (
         f"# RFFNet on SE1 / SE2 (n_train={args.n_train}, 2,000 validation, 2,000 test, "
         f"{args.seeds} seeds; Algorithm-1 'adam' solver on {args.adam_seeds} seeds)\n\n"
+        f"Produced by `python benchmarks/bench_rffnet_se.py`, rffkit at "
+        f"{'; '.join(versions) if versions else 'an unrecorded commit'}, each fit in a fresh process.\n"
         f"Machine: {os.cpu_count()} CPU cores. Targets: SE1 test MSE <= 0.060, SE2 <= 1.0, "
         "relevant features top-k in >= 4 of 5 seeds, fit <= 6x the RBFSampler(2000)+Ridge fit.\n"
         "`relevant = top-k`: seeds whose k largest importances are exactly the k relevant features.\n"
