@@ -91,3 +91,21 @@ def test_package_names_load_on_first_use():
     result = subprocess.run([sys.executable, "-c", "import sys, rffkit; print('torch' in sys.modules)"],
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_commands_in_a_new_process_read_the_model_file(tmp_path, capsys):
+    # each command starts a Python that has imported nothing of rffkit's estimators; the
+    # model file names their classes (5a5818a's lazy loading made this fail: 'not on the
+    # allow-list'), and rffkit demo, which runs them in its own process, did not see it
+    import subprocess
+
+    from rffkit.cli import write_diabetes_csv
+
+    data, model = tmp_path / "diabetes.csv", tmp_path / "diabetes.rffkit"
+    write_diabetes_csv(str(data))
+    assert main(["fit", str(data), "--target", "progression", "--output", str(model)]) == 0
+    capsys.readouterr()
+    for command in (["info", str(model)], ["relevances", str(model), "--top", "3"]):
+        done = subprocess.run([sys.executable, "-m", "rffkit", *command], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert "RFFNetRegressor" in done.stdout

@@ -7,7 +7,10 @@ generators and builtin types a tree may name, the naming of attribute paths in m
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
+import pkgutil
 import sys
 
 import numpy as np
@@ -26,7 +29,7 @@ from sklearn.preprocessing import (
 )
 from torch import nn
 
-__all__ = ["ALLOWED_CLASSES", "MAX_DEPTH", "TreeError", "lookup_class", "sha256", "where"]
+__all__ = ["ALLOWED_CLASSES", "MAX_DEPTH", "TreeError", "import_rffkit", "lookup_class", "sha256", "where"]
 
 MAX_DEPTH = 200
 
@@ -78,6 +81,22 @@ def where(path):
     return path or "<root>"
 
 
+@functools.cache
+def import_rffkit():
+    """Import every module of rffkit but ``__main__`` (which runs the command line), once.
+
+    ``import rffkit`` loads its modules on first use, so a class of a model file may live in
+    a module nothing has imported yet. A reader calls this before it reads a file: what it
+    imports then never depends on the file, and :func:`lookup_class` finds every class of
+    rffkit's in ``sys.modules``.
+    """
+    import rffkit
+
+    for info in pkgutil.iter_modules(rffkit.__path__):
+        if info.name != "__main__":
+            importlib.import_module(f"rffkit.{info.name}")
+
+
 def lookup_class(module, qualname):
     """The class ``module.qualname`` if a tree may hold it, else None; imports nothing."""
     cls = ALLOWED_CLASSES.get(f"{module}.{qualname}")
@@ -85,7 +104,7 @@ def lookup_class(module, qualname):
         return cls
     if module != "rffkit" and not module.startswith("rffkit."):
         return None
-    found = sys.modules.get(module)  # `import rffkit` loads every module with estimators
+    found = sys.modules.get(module)  # every module of rffkit's, once import_rffkit has run
     for part in qualname.split("."):  # vars(), not getattr(): no descriptor runs
         found = vars(found).get(part) if found is not None and part.isidentifier() else None
     if (

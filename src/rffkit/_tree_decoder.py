@@ -25,6 +25,7 @@ from ._tree_common import (
     TreeError,
     attr,
     checked_dtype,
+    import_rffkit,
     item,
     lookup_class,
     where,
@@ -39,8 +40,10 @@ def decode(tree, tensors, digests, budget):
     ``tensors`` maps keys to the file's tensors and ``digests`` to the SHA-256 of their
     bytes in the file; ``budget`` bounds the bytes that text and object arrays may take.
     Every tensor must be used exactly once. Raises :class:`TreeError`, or the exception
-    that a malformed value raised, with ``decoder.path`` the place.
+    that a malformed value raised, with ``decoder.path`` the place. rffkit's modules are
+    all imported first (:func:`rffkit._tree_common.import_rffkit`), whatever the tree names.
     """
+    import_rffkit()
     decoder = _Decoder(tensors, digests, budget)
     try:
         result = decoder.decode(tree, "", 0)

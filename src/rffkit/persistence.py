@@ -26,12 +26,13 @@ numeric array and tensor. The header's ``__metadata__`` (string to string) holds
     array dtypes and the devices the model was fitted on (every ``torch.device`` and
     tensor device in it).
 
-:func:`load` never unpickles, never imports a module and never calls anything a
-file names: it rebuilds only allow-listed classes (every class defined in rffkit, and
-the scikit-learn and torch classes in :data:`ALLOWED_CLASSES`) by ``cls.__new__(cls)``
-and setting the instance ``__dict__``. Tensors load on the CPU and every
-``torch.device`` loads as ``'cpu'``, so a model fitted on a GPU predicts on a
-CPU-only machine; the ``device`` parameter keeps the value the user gave.
+:func:`load` never unpickles and never imports or calls anything a file names: it
+rebuilds only allow-listed classes (every class defined in rffkit, all of whose modules
+it imports whatever the file holds, and the scikit-learn and torch classes in
+:data:`ALLOWED_CLASSES`) by ``cls.__new__(cls)`` and setting the instance ``__dict__``.
+Tensors load on the CPU and every ``torch.device`` loads as ``'cpu'``, so a model fitted
+on a GPU predicts on a CPU-only machine; the ``device`` parameter keeps the value the
+user gave.
 
 :func:`save` refuses, naming the attribute path and the type: functions and other
 code (so a ``FunctionTransformer`` with a ``func``), instances of classes off the
@@ -276,8 +277,10 @@ def load(path):
     The file's integrity is checked (SHA-256 of the metadata and of every tensor's
     bytes) before any value is used, and only allow-listed classes are rebuilt: every
     class defined in an rffkit module, and those in :data:`ALLOWED_CLASSES`. ``load``
-    never unpickles, never imports a module, never calls a function or constructor the
-    file names (objects are made by ``cls.__new__(cls)`` and their ``__dict__`` set),
+    never unpickles, never imports a module the file names (it imports all of rffkit's,
+    which load on first use, whatever the file holds), never calls a function or
+    constructor the file names (objects are made by ``cls.__new__(cls)`` and their
+    ``__dict__`` set),
     and reads the file once, in time and memory proportional to its size. Tensors and
     every ``torch.device`` load on the CPU.
 
