@@ -30,8 +30,9 @@ ref                    ``id``: the node with that ``id``, met earlier (shared ob
 =====================  =====================================================================
 
 The decoder builds only these values and instances of allow-listed classes, made by
-``cls.__new__(cls)`` and given their ``__dict__``: it imports nothing, and calls no
-function or constructor a tree names.
+``cls.__new__(cls)`` and given their ``__dict__``: it imports nothing a tree names (only
+rffkit's own modules, all of them, whatever the tree holds), and calls no function or
+constructor a tree names.
 
 The vocabulary of the tree (allow-list, dtypes, :class:`TreeError`) is in
 ``rffkit._tree_common``, :func:`encode` in ``rffkit._tree_encoder`` and :func:`decode` in

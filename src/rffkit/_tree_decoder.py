@@ -1,7 +1,8 @@
 """Decoding of a model file's object tree, safely: it builds only allow-listed values.
 
-:func:`decode` imports nothing and calls no function or constructor a tree names; errors
-are :class:`~rffkit._tree_common.TreeError` naming the attribute path. The tree is
+:func:`decode` imports nothing a tree names (it imports all of rffkit's modules, whatever
+the tree holds) and calls no function or constructor a tree names; errors are
+:class:`~rffkit._tree_common.TreeError` naming the attribute path. The tree is
 described in :mod:`rffkit._model_tree`.
 """
 
