@@ -50,7 +50,7 @@ ESTIMATORS = {
 }
 # where the interrupt is raised: the k-th of the N Python calls a fit makes after validating
 # its input, k = max(1, fraction * N) (1.0: the last call, in the setting of the attributes)
-FRACTIONS = [0.0, 0.3, 0.7, 1.0]
+FRACTIONS = [0.0, pytest.param(0.3, marks=pytest.mark.slow), 0.7, 1.0]  # 0.3 only in the full run (make test-all)
 
 
 def _data(estimator, n_features, seed):

@@ -488,6 +488,7 @@ def test_refine_layer_adds_the_linear_term_for_a_trend():
     assert same is layer and unchanged is head
 
 
+@pytest.mark.slow  # the polish is off by default (RFFNetSettings.polish_iterations=0)
 def test_polish_lowers_the_gcv_of_all_features_and_keeps_the_draw():
     """The last stage fits the relevances with every feature, on all rows: their GCV falls, the draw stays."""
     rng = np.random.default_rng(1)
@@ -568,7 +569,8 @@ def test_screening_fits_factorise_in_the_features_precision(dtype, monkeypatch):
     assert seen and set(seen) == {(dtype, dtype)}
 
 
-@pytest.mark.parametrize("subsample_features", [True, False])
+# True, not the default, only in the full run (make test-all)
+@pytest.mark.parametrize("subsample_features", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_screening_fits_use_the_subsample_feature_count(subsample_features, monkeypatch):
     """A screening fit on m rows uses the layer's first screening_n_components(m) features, not all D."""
     import rffkit._refine as refine
