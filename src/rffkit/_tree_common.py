@@ -86,8 +86,8 @@ def import_rffkit():
     """Import every module of rffkit but ``__main__`` (which runs the command line), once.
 
     ``import rffkit`` loads its modules on first use, so a class of a model file may live in
-    a module nothing has imported yet. A reader calls this before it reads a file: what it
-    imports then never depends on the file, and :func:`lookup_class` finds every class of
+    a module nothing has imported yet. The decoder calls this before it rebuilds a tree: what
+    it imports then never depends on the file, and :func:`lookup_class` finds every class of
     rffkit's in ``sys.modules``.
     """
     import rffkit
