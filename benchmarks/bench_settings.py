@@ -188,9 +188,12 @@ def settings_of(fields):
 
 
 def _fit(task):
-    """One fit in this (fresh, one-thread) process: a dict of its scores and times."""
-    data_dir, config, problem, seed = task
-    configs = SMALL_CONFIGS if problem == "SE1_5k" else {**CONFIGS, **PARAM_CONFIGS}
+    """One fit in this (fresh, one-thread) process: a dict of its scores and times.
+
+    ``task`` is ``(data_dir, name, fields, problem, seed)``: the setting's name and its fields
+    (None for HGB), as its suite defines them.
+    """
+    data_dir, config, fields, problem, seed = task
     import numpy as np
     import torch
     from threadpoolctl import threadpool_limits
@@ -209,8 +212,8 @@ def _fit(task):
     if config == "hgb":
         model = HistGradientBoostingRegressor(random_state=seed).fit(X_tr, y_tr)
     else:
-        model = RFFNetRegressor(random_state=seed, **configs[config].get("params", {}))
-        model._settings = settings_of(configs[config])
+        model = RFFNetRegressor(random_state=seed, **fields.get("params", {}))
+        model._settings = settings_of(fields)
         model.fit(X_tr, y_tr)
         extra["D"] = int(model.n_components_)
         if support is not None:
@@ -235,11 +238,11 @@ def run(data_dir, workers, names, output, suite="50k", only=None):
         raise SystemExit(f"bench_settings: unknown settings {unknown}; choose from {sorted(configs)}")
     machine = f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), {workers} one-thread workers"
     version = code_version()
-    tasks = [(str(data_dir), "hgb", problem, seed) for problem, seed in problems if problem in TABLES]
+    tasks = [(str(data_dir), "hgb", None, problem, seed) for problem, seed in problems if problem in TABLES]
     if suite != "se1_5k":  # the flights splits of every setting first
-        tasks += [(str(data_dir), name, problem, seed) for problem, seed in problems for name in names]
+        tasks += [(str(data_dir), name, configs[name], problem, seed) for problem, seed in problems for name in names]
     else:  # every draw of a setting together: a run cut short keeps whole settings
-        tasks += [(str(data_dir), name, problem, seed) for name in names for problem, seed in problems]
+        tasks += [(str(data_dir), name, configs[name], problem, seed) for name in names for problem, seed in problems]
     with mp.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool, open(output, "a") as handle:
         for row in pool.imap_unordered(_fit, tasks):
             row.update(version=version, machine=machine, load=os.getloadavg()[0])
