@@ -36,10 +36,13 @@ number for a block of code or for the rest of the session::
   (torch's default is one per core, or what ``torch.set_num_threads`` set).
 
 The setting is per Python thread, as scikit-learn's ``config_context`` is, but the thread
-counts it sets are the process's: two rffkit fits running in two Python threads at once
-should both use a fixed ``n_threads`` whose sum fits the machine. Settings do not travel
-to joblib's worker processes (``cross_val_score(..., n_jobs=4)``): each worker starts with
-``'auto'``, which counts the other busy workers, or follows ``OMP_NUM_THREADS``.
+counts it sets are the process's. Run several fits at once in several processes, not in
+Python threads: SciPy's BLAS and LAPACK wrappers, which form a fit's Gram matrices and
+solve its systems, hold the GIL, so the fits of two threads of one process take turns
+(two 6,000-row fits on one thread each ran 1.11 times as fast as one after the other, in
+two joblib processes 1.85 times: ``benchmarks/results/threads.md``). Settings do not
+travel to joblib's worker processes (``cross_val_score(..., n_jobs=4)``): each worker
+starts with ``'auto'``, which counts the other busy workers, or follows ``OMP_NUM_THREADS``.
 
 Memory
 ------
