@@ -27,6 +27,11 @@ def folder(tmp_path):
     pa_csv.write_csv(with_nan, tmp_path / "nan.csv")  # an empty field: a missing value
     pq.write_table(with_nan, tmp_path / "nan.parquet")
     pa_csv.write_csv(pa.table({"x": x, "other": z}), tmp_path / "lacking.csv")
+    spoilt = [f"{value:.3f}" for value in x]
+    spoilt[7] = "?"
+    pa_csv.write_csv(pa.table({"x": spoilt, "z": z, "y": x + z}), tmp_path / "spoilt_x.csv")
+    spoilt[7], spoilt[5] = f"{x[7]:.3f}", "oops"
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "y": spoilt}), tmp_path / "spoilt_y.csv")
     with open(tmp_path / "model.pkl", "wb") as file:
         pickle.dump({"not": "a model"}, file)
     assert cli.main(["fit", str(tmp_path / "data.csv"), "--target", "y", "--model", "ridge",
@@ -62,6 +67,12 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
     (("fit", "{d}/nan.csv", "--target", "y", "--output", "{d}/new.rffkit"),
      ["column 'y' holds a missing value (null) at row 1"]),
     (("fit", "{d}/nan.parquet", "--target", "y", "--output", "{d}/new.rffkit"), ["column 'y' holds NaN at row 1"]),
+    (("fit", "{d}/spoilt_x.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["column 'x' holds numbers and text: 59 of its distinct values are numbers and 1 is not: '?' (row 7)"]),
+    (("fit", "{d}/spoilt_y.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["column 'y' holds numbers and text", "'oops' (row 5)", "or pass --task classification to make each value"]),
+    (("fit", "{d}/spoilt_y.csv", "--target", "y", "--task", "regression", "--output", "{d}/new.rffkit"),
+     ["column 'y' holds numbers and text"]),
     (FIT + ("--set", "max_iters=5"), ["RFFNetRegressor has no parameter 'max_iters'", "max_iter, memory_budget, n_components"]),
     (FIT + ("--set", "max_iter"), ["--set takes PARAMETER=VALUE"]),
     (FIT + ("--set", "max_iter=-3"), ["'max_iter' parameter of RFFNetRegressor must be"]),

@@ -247,6 +247,52 @@ def test_too_many_categories_names_the_column(table, tmp_path):
         source.fit_encoding(max_categories=2)
 
 
+def _spoilt(rng, spoilers):
+    """A table whose text column 'dose' holds numbers and, at the given rows, other values."""
+    dose = [f"{value:.4f}" for value in rng.normal(size=N_ROWS)]
+    for row, value in spoilers.items():
+        dose[row] = value
+    return pa.table({"a": rng.normal(size=N_ROWS), "dose": dose, "y": rng.normal(size=N_ROWS)})
+
+
+@pytest.mark.parametrize("sizes", [None, [40, 57]])
+@pytest.mark.parametrize("name", ["csv", "part"])
+def test_a_numeric_column_with_text_in_it_is_refused_naming_the_values_and_their_rows(rng, tmp_path, name, sizes):
+    """Read as text, 94 numbers and '?' and '-' would be 97 one-hot columns: the error names the two and their rows."""
+    paths = _write(_spoilt(rng, {12: "?", 45: "-", 80: "?"}), tmp_path, name, sizes)
+    with pytest.raises(DataSourceError) as excinfo:
+        open_table(paths, target="y", chunk_rows=16)
+    message = _message(excinfo)
+    assert message.startswith("column 'dose' holds numbers and text: 94 of its distinct values are numbers and 2 "
+                              "are not: '?' (row 12), '-' (row 45). Is that a placeholder for missing values?")
+    assert message.endswith("or leave the column out with features=[...].")
+
+
+def test_past_max_categories_the_text_among_numbers_is_still_named(rng, tmp_path):
+    """max_categories is passed in the first chunks; the '?' in a later one is what the error names."""
+    paths = _write(_spoilt(rng, {90: "?"}), tmp_path, "part")
+    source = open_table(paths, target="y", chunk_rows=16, encoding=ColumnEncoding(["a", "dose"], {"dose": ["0"]}))
+    with pytest.raises(DataSourceError, match=r"^column 'dose' holds numbers and text: 96 .* '\?' \(row 90\)\."):
+        source.fit_encoding(max_categories=30)
+    text = _spoilt(rng, {k: f"word {k}" for k in range(0, N_ROWS, 5)})  # 20 words: too many for numbers in text
+    source = open_table(_write(text, tmp_path, "words"), target="y", encoding=ColumnEncoding(["a", "dose"],
+                                                                                              {"dose": ["0"]}))
+    with pytest.raises(DataSourceError, match=r"column 'dose' has more than max_categories=30"):
+        source.fit_encoding(max_categories=30)
+
+
+def test_numbers_stored_as_text_are_refused_and_codes_are_categories(rng, tmp_path):
+    """A string column of numbers only asks to be stored as numbers; 13 grade codes one-hot encode as they are."""
+    numbers = _spoilt(rng, {})
+    with pytest.raises(DataSourceError, match=r"column 'dose' holds numbers written as text \(97 distinct values, "
+                                              r"each a number\): store it as a numeric column"):
+        open_table(_write(numbers, tmp_path, "part"), target="y")
+    grades = ["K"] + [str(k) for k in range(1, 13)]
+    coded = numbers.set_column(1, "dose", pa.array([grades[k % 13] for k in range(N_ROWS)]))
+    source = open_table(_write(coded, tmp_path, "coded"), target="y")
+    assert list(source.encoding.categories["dose"]) == sorted(grades)
+
+
 def test_string_feature_without_categories_is_refused(table, tmp_path):
     source = open_table(_write(table, tmp_path, "part"), target="y")
     with pytest.raises(DataSourceError, match=r"feature column 'color' has type string"):

@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from ._io_base import NumbersInText, at_row
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import MAX_AUTO_CLASSES, CommandLineError
@@ -95,18 +96,31 @@ def configure(estimator, settings, n_columns):
 
 
 def summarise_target(source):
-    """One pass over the target column: numpy kind, sorted distinct values (None if many), rows."""
+    """One pass over the target column: ``(kind, values, rows, numbers_in_text)``.
+
+    ``kind`` is the numpy kind of its values, ``values`` the sorted distinct values (None
+    if more than ``MAX_AUTO_CLASSES``), ``numbers_in_text`` what
+    :meth:`NumbersInText.message` says of a text target that is a numeric column with a
+    few other values in it (else None).
+    """
     kind, values, n_rows = None, set(), 0
+    check = NumbersInText(source.target)
     for chunk in source.with_encoding(ColumnEncoding([])).iter_chunks():
         kind, n_rows = chunk.y.dtype.kind, n_rows + chunk.y.shape[0]
+        distinct = np.unique(chunk.y).tolist()
+        if kind in "OUS":
+            check.update(distinct, lambda value: at_row(np.flatnonzero(chunk.y == value)[0], chunk.rows))
         if values is not None:
-            values.update(np.unique(chunk.y).tolist())
+            values.update(distinct)
             values = values if len(values) <= MAX_AUTO_CLASSES else None
-    return kind, None if values is None else sorted(values), n_rows
+    return kind, None if values is None else sorted(values), n_rows, check.message()
 
 
-def choose_task(requested, kind, values):
+def choose_task(requested, kind, values, numbers_in_text=None):
     """The task and why: text or booleans, or at most 20 whole numbers, make classes.
+
+    A text target of numbers with a few other values (``numbers_in_text``, the message of
+    :func:`summarise_target`) is an error unless the classification is asked for.
 
     >>> choose_task("auto", "i", [0, 1, 2])
     ('classification', 'the target holds 3 distinct whole numbers (at most 20 make classes)')
@@ -115,6 +129,8 @@ def choose_task(requested, kind, values):
     """
     if kind in "OUSb":
         why = "the target holds " + ("booleans" if kind == "b" else "text")
+        if numbers_in_text is not None and requested != "classification":
+            raise CommandLineError(f"{numbers_in_text}; or pass --task classification to make each value a class.")
         if requested == "regression":
             raise CommandLineError(f"{why}; regression needs numbers: use --task classification.")
         return "classification", why

@@ -9,6 +9,7 @@ what the messages quote. Users import :class:`Chunk` and the error classes from
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import NamedTuple
 
@@ -128,6 +129,71 @@ def check_no_nulls(array, column, rows):
         raise MissingValueError(
             f"column {column!r} holds a missing value (null) at row {at_row(position, rows)}; "
             "drop or impute missing values before fitting.")
+
+
+#: A text column of more distinct numbers than this, with at least nine numbers for each other
+#: value, is a numeric column that some rows spoil (:class:`NumbersInText`).
+NUMBERS_IN_TEXT_MIN = 20
+#: The values other than numbers that a :class:`NumbersInText` message quotes, with their rows.
+_QUOTED = 5
+#: :class:`NumbersInText` keeps at most this many distinct numbers (a bound on its memory).
+_NUMBERS_KEPT = 100_000
+
+
+def _reads_as_number(value):
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+class NumbersInText:
+    """The distinct values of a text column that read as finite numbers, and the others.
+
+    Fed chunk by chunk (:meth:`update`). A CSV column of numbers with one ``'?'`` or
+    ``'n/a'`` in it is read as text; one-hot encoded, every number would be a column of its
+    own (and in a target a class of its own), its relevance the sum of theirs, and the
+    model would look fine. :meth:`message` says so when the column holds more than
+    ``NUMBERS_IN_TEXT_MIN`` distinct numbers and at least nine for each other value, and
+    names the other values and the rows where they first appear; a column of few codes
+    (``'K'``, ``'1'``, ..., ``'12'``) is a categorical column and passes.
+
+    >>> check = NumbersInText("dose")
+    >>> check.update([str(k / 10) for k in range(30)] + ["?"], lambda value: 7)
+    >>> print(check.message())
+    column 'dose' holds numbers and text: 30 of its distinct values are numbers and 1 is not: '?' (row 7). Is that a placeholder for missing values? Write missing values as empty cells and drop or impute their rows, or correct the values
+    """
+
+    def __init__(self, column):
+        self.column = column
+        self.numbers = set()
+        self.others = {}  # value -> the row where it first appears (None after the first few)
+
+    def update(self, distinct, locate):
+        """Add a chunk's distinct values; ``locate(value)`` is the row of its first appearance in the chunk."""
+        for value in distinct:
+            if value in self.numbers or value in self.others:
+                continue
+            if not _reads_as_number(value):
+                self.others[value] = locate(value) if len(self.others) < _QUOTED else None
+            elif len(self.numbers) < _NUMBERS_KEPT:
+                self.numbers.add(value)
+
+    def message(self):
+        """What is wrong with the column and what to do, or None when it is not a numeric column spoilt by text."""
+        n_numbers, n_others = len(self.numbers), len(self.others)
+        if n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
+            return None
+        count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"
+        if not n_others:
+            return (f"column {self.column!r} holds numbers written as text ({count} distinct values, each a number): "
+                    "store it as a numeric column")
+        quoted = ", ".join(f"{short(value)} (row {row})" for value, row in list(self.others.items())[:_QUOTED])
+        more = f" and {n_others - _QUOTED} more" if n_others > _QUOTED else ""
+        return (f"column {self.column!r} holds numbers and text: {count} of its distinct values are numbers and "
+                f"{n_others} {'is' if n_others == 1 else 'are'} not: {quoted}{more}. Is that a placeholder for "
+                "missing values? Write missing values as empty cells and drop or impute their rows, or correct "
+                "the values")
 
 
 def check_chunk_rows(chunk_rows):

@@ -28,8 +28,10 @@ from ._io_base import (
     ColumnNotFoundError,
     DataSourceError,
     MissingValueError,
+    NumbersInText,
     SchemaMismatchError,
     UnknownCategoryError,
+    at_row,
     check_chunk_rows,
     check_dtype,
     check_finite,
@@ -188,7 +190,10 @@ class TableSource:
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
         Reads only the string and categorical columns; their categories are every value
-        seen, sorted.
+        seen, sorted. A text column of more than 20 distinct numbers and at least nine of
+        them for each other value is refused (:class:`DataSourceError` naming the other
+        values and their first rows): a numeric column that a placeholder such as ``'?'``
+        made text, whose one-hot encoding would give each number a column.
 
         Parameters
         ----------
@@ -206,6 +211,13 @@ class TableSource:
         """
         categorical = [name for name in self.encoding.columns if self._kinds[name] == "categorical"]
         seen = {column: set() for column in categorical}
+        checks = {column: NumbersInText(column) for column in categorical}
+        too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
+
+        def too_many_categories(column):
+            return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
+                                   "values; leave it out with features=[...] or raise max_categories.")
+
         if categorical:
             for batch, rows in self._raw_batches(categorical, self.chunk_rows, 0, 1):
                 for column in categorical:
@@ -213,12 +225,21 @@ class TableSource:
                     check_no_nulls(array, column, rows)
                     if pa.types.is_dictionary(array.type):
                         array = pc.cast(array, array.type.value_type)
-                    seen[column].update(pc.unique(array).to_pylist())
+                    distinct = pc.unique(array).to_pylist()
+                    checks[column].update(distinct, lambda value: at_row(pc.index(array, value).as_py(), rows))
+                    if column in too_many:
+                        continue
+                    seen[column].update(distinct)
                     if len(seen[column]) > max_categories:
-                        raise DataSourceError(
-                            f"column {column!r} has more than max_categories={max_categories} "
-                            "distinct values; leave it out with features=[...] or raise "
-                            "max_categories.")
+                        if checks[column].message() is None:
+                            raise too_many_categories(column)
+                        too_many.append(column)
+            for column in categorical:
+                message = checks[column].message()
+                if message is not None:
+                    raise DataSourceError(f"{message}; or leave the column out with features=[...].")
+            if too_many:
+                raise too_many_categories(too_many[0])
         categories = {column: sorted(values) for column, values in seen.items()}
         return ColumnEncoding(self.encoding.columns, categories, handle_unknown)
 
@@ -326,7 +347,8 @@ def open_table(paths, target=None, *, features=None, format=None,
     DataSourceError
         (a ValueError) A file is not CSV/Parquet or cannot be read, the table has no rows, a
         column is missing (:class:`ColumnNotFoundError`) or the shards disagree
-        (:class:`SchemaMismatchError`), a feature has an unusable type.
+        (:class:`SchemaMismatchError`), a feature has an unusable type, or a text feature
+        holds numbers (see :meth:`TableSource.fit_encoding`).
 
     Examples
     --------
