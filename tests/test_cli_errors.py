@@ -126,3 +126,20 @@ def test_python_m_rffkit_reports_one_line(folder):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("rffkit: error: target column 'Y' is not in")
     assert done.stderr.count("\n") == 1 and not (folder / "model.rffkit").exists()
+
+
+def test_a_warning_raised_from_two_places_is_printed_once(monkeypatch, capsys):
+    """scikit-learn warns of a target of many classes from two places of one fit: one line is enough."""
+    import warnings
+
+    def command(args):
+        warnings.simplefilter("default")  # the test run's filters turn warnings into errors
+        warnings.warn("the same\n  thing", UserWarning)
+        warnings.warn("the same\n  thing", UserWarning)  # another line: the filters would show both
+        warnings.warn("another thing", UserWarning)
+        return 0
+
+    monkeypatch.setattr(_cli_commands, "info_command", command)
+    capsys.readouterr()
+    assert cli.main(["info", "model.rffkit"]) == 0
+    assert capsys.readouterr().err == "rffkit: warning: the same thing\nrffkit: warning: another thing\n"

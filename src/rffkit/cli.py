@@ -155,8 +155,18 @@ def build_parser():
     return parser
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"rffkit: warning: {one_line(message)}", file=sys.stderr)
+def _warning_printer():
+    """A ``warnings.showwarning`` that prints each message once, as one line (scikit-learn
+    raises some, such as its warning on a target of many classes, from two places of a fit)."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = one_line(message)
+        if text not in shown:
+            shown.add(text)
+            print(f"rffkit: warning: {text}", file=sys.stderr)
+
+    return show
 
 
 def main(argv=None):
@@ -170,7 +180,7 @@ def main(argv=None):
     rank = os.environ.get("RANK", "0")
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_printer()
             args = build_parser().parse_args(argv)
             args.argv = argv
             from . import _cli_commands  # torch and scikit-learn: only once a command runs
