@@ -170,6 +170,31 @@ def test_a_regressors_string_target_is_named(estimator):
         clone(estimator).fit(X, y)
 
 
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_numbers_spoilt_by_a_placeholder_are_named_with_its_row(estimator):
+    """A numeric column with one '?' is not a column to one-hot encode: the message says what it likely is."""
+    rng = np.random.default_rng(0)
+    dose = rng.normal(size=30).astype(object)
+    dose[11] = "?"
+    X = pd.DataFrame({"size": rng.normal(size=30), "dose": dose})
+    y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
+    with pytest.raises(ValueError, match=r"column 'dose' \(position 1\) of X holds numbers and text: 29 of its "
+                                         r"distinct values are numbers and 1 is not: '\?' \(row 11\)\. Is that a "
+                                         r"placeholder for missing values\? .*pandas.to_numeric"):
+        _fit(clone(estimator), X, y)
+    with pytest.raises(ValueError, match=r"column 1 of X holds numbers and text: .* '\?' \(row 11\)"):
+        _fit(clone(estimator), X.to_numpy(), y)
+
+
+@pytest.mark.parametrize("estimator", [e for e in SUPERVISED if not is_classifier(e)], ids=_ids)
+def test_a_regressors_target_spoilt_by_text_is_named_with_its_row(estimator):
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=30).astype(str).astype(object)
+    y[4] = "n.a."
+    with pytest.raises(ValueError, match=r"y holds numbers and text: 29 .* 'n\.a\.' \(row 4\)\. Is that a placeholder"):
+        clone(estimator).fit(rng.normal(size=(30, 3)), y)
+
+
 @pytest.mark.parametrize("estimator", [e for e in SUPERVISED if is_classifier(e)], ids=_ids)
 def test_labels_mixing_strings_and_numbers_are_named(estimator):
     X = np.random.default_rng(0).normal(size=(30, 3))

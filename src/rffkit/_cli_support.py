@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ._io_base import NumbersInText, at_row
+from ._io_base import PLACEHOLDER_IN_FILE, NumbersInText, at_row
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import MAX_AUTO_CLASSES, CommandLineError
@@ -113,7 +113,10 @@ def summarise_target(source):
         if values is not None:
             values.update(distinct)
             values = values if len(values) <= MAX_AUTO_CLASSES else None
-    return kind, None if values is None else sorted(values), n_rows, check.message()
+    message = check.message()
+    if message is not None and check.others:
+        message += PLACEHOLDER_IN_FILE
+    return kind, None if values is None else sorted(values), n_rows, message
 
 
 def choose_task(requested, kind, values, numbers_in_text=None):

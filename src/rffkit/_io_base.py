@@ -158,14 +158,18 @@ class NumbersInText:
     names the other values and the rows where they first appear; a column of few codes
     (``'K'``, ``'1'``, ..., ``'12'``) is a categorical column and passes.
 
+    ``label`` names the column in the message (default ``column 'name'``); the caller adds
+    what to do (``PLACEHOLDER_IN_FILE`` for a file).
+
     >>> check = NumbersInText("dose")
     >>> check.update([str(k / 10) for k in range(30)] + ["?"], lambda value: 7)
-    >>> print(check.message())
-    column 'dose' holds numbers and text: 30 of its distinct values are numbers and 1 is not: '?' (row 7). Is that a placeholder for missing values? Write missing values as empty cells and drop or impute their rows, or correct the values
+    >>> check.message()
+    "column 'dose' holds numbers and text: 30 of its distinct values are numbers and 1 is not: '?' (row 7)"
     """
 
-    def __init__(self, column):
+    def __init__(self, column, label=None):
         self.column = column
+        self.label = f"column {column!r}" if label is None else label
         self.numbers = set()
         self.others = {}  # value -> the row where it first appears (None after the first few)
 
@@ -180,20 +184,23 @@ class NumbersInText:
                 self.numbers.add(value)
 
     def message(self):
-        """What is wrong with the column and what to do, or None when it is not a numeric column spoilt by text."""
+        """What is wrong with the column, or None when it is not a numeric column spoilt by text."""
         n_numbers, n_others = len(self.numbers), len(self.others)
         if n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
             return None
         count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"
         if not n_others:
-            return (f"column {self.column!r} holds numbers written as text ({count} distinct values, each a number): "
+            return (f"{self.label} holds numbers written as text ({count} distinct values, each a number): "
                     "store it as a numeric column")
         quoted = ", ".join(f"{short(value)} (row {row})" for value, row in list(self.others.items())[:_QUOTED])
         more = f" and {n_others - _QUOTED} more" if n_others > _QUOTED else ""
-        return (f"column {self.column!r} holds numbers and text: {count} of its distinct values are numbers and "
-                f"{n_others} {'is' if n_others == 1 else 'are'} not: {quoted}{more}. Is that a placeholder for "
-                "missing values? Write missing values as empty cells and drop or impute their rows, or correct "
-                "the values")
+        return (f"{self.label} holds numbers and text: {count} of its distinct values are numbers and "
+                f"{n_others} {'is' if n_others == 1 else 'are'} not: {quoted}{more}")
+
+
+#: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.
+PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write missing values as empty cells and drop or "
+                       "impute their rows, or correct the values")
 
 
 def check_chunk_rows(chunk_rows):

@@ -122,6 +122,27 @@ def _first_text_value(values):
     return None
 
 
+#: What a message about numbers spoilt by text in an array or DataFrame goes on to say.
+_PLACEHOLDER_IN_ARRAY = (". Is that a placeholder for missing values? Make those entries NaN (for a pandas column: "
+                         "pandas.to_numeric(column, errors='coerce')) and drop or impute their rows, or correct them")
+
+
+def _numbers_in_text(label, values):
+    """:class:`rffkit._io_base.NumbersInText`'s message on a column of ``values`` (rows by position), or None."""
+    from ._io_base import NumbersInText
+
+    first = {}
+    try:
+        for row, value in enumerate(np.asarray(values, dtype=object).ravel().tolist()):
+            first.setdefault(value, row)
+    except TypeError:  # unhashable entries: not a column of numbers and text
+        return None
+    check = NumbersInText(None, label=label)
+    check.update(first, first.__getitem__)
+    message = check.message()
+    return None if message is None else message + _PLACEHOLDER_IN_ARRAY
+
+
 def _check_text_columns(owner, X):
     """Name the first column of ``X`` that holds strings, before NumPy's bare message can.
 
@@ -136,6 +157,9 @@ def _check_text_columns(owner, X):
                 continue
             value = _first_text_value(X.iloc[:, position])
             if value is not None:
+                spoilt = _numbers_in_text(f"{owner}: column {name!r} (position {position}) of X", X.iloc[:, position])
+                if spoilt is not None:
+                    raise ValueError(spoilt + ".")
                 raise ValueError(
                     f"{owner}: column {name!r} (position {position}) of X holds strings such as "
                     f"{_short(value)} (could not convert string to float); {_ENCODERS}."
@@ -147,6 +171,9 @@ def _check_text_columns(owner, X):
     for column in range(X.shape[1]):
         value = _first_text_value(X[:, column])
         if value is not None:
+            spoilt = _numbers_in_text(f"{owner}: column {column} of X", X[:, column])
+            if spoilt is not None:
+                raise ValueError(spoilt + ".")
             raise ValueError(
                 f"{owner}: column {column} of X holds strings such as {_short(value)} (could not convert "
                 f"string to float); {_ENCODERS}."
@@ -161,6 +188,9 @@ def _numeric_target(owner, y):
     try:
         return array.astype(np.float64)
     except (TypeError, ValueError):
+        spoilt = _numbers_in_text(f"{owner}: y", array) if array.ndim == 1 else None
+        if spoilt is not None:
+            raise ValueError(spoilt + ".") from None
         value = _first_text_value(array.ravel())
         raise ValueError(
             f"{owner}: y must be numeric for a regressor; it holds {_short(value)}. For class labels use "

@@ -28,6 +28,7 @@ from ._io_base import (
     ColumnNotFoundError,
     DataSourceError,
     MissingValueError,
+    PLACEHOLDER_IN_FILE,
     NumbersInText,
     SchemaMismatchError,
     UnknownCategoryError,
@@ -237,7 +238,8 @@ class TableSource:
             for column in categorical:
                 message = checks[column].message()
                 if message is not None:
-                    raise DataSourceError(f"{message}; or leave the column out with features=[...].")
+                    advice = PLACEHOLDER_IN_FILE if checks[column].others else ""
+                    raise DataSourceError(f"{message}{advice}; or leave the column out with features=[...].")
             if too_many:
                 raise too_many_categories(too_many[0])
         categories = {column: sorted(values) for column, values in seen.items()}
