@@ -3,7 +3,8 @@
 The diabetes data (bundled with scikit-learn) in original units, with two columns turned
 into labels: ``sex`` (coded 1 or 2 in the data) and ``age`` binned into decades. A
 ColumnTransformer one-hot encodes the labels and standardises the numbers, so RFFNet sees
-one column per label; grouped_importances adds their shares back up per table column.
+one column per label; grouped_importances combines their shares per table column (by
+their norm for RFFNet: the weight of the column in the kernel's distance).
 Run: python examples/categorical_pipeline.py [--plot docs/relevances.png]
 """
 
@@ -33,16 +34,16 @@ def main(plot=None):
     model.fit(X_train, y_train)
     print(f"test R^2 {model.score(X_test, y_test):.3f}; RFFNet saw {model[-1].n_features_in_} columns "
           f"made from the table's {X.shape[1]}")
-    sums = grouped_importances(model)  # largest first
-    grouped = pd.DataFrame({"sum": sums, "max": grouped_importances(model, aggregate="max")[sums.index]})
-    print("share of the total relevance per table column (sum and max over its one-hot columns):")
+    norms = grouped_importances(model)  # largest first; 'norm' for RFFNet
+    grouped = pd.DataFrame({how: grouped_importances(model, aggregate=how)[norms.index] for how in ("norm", "sum", "max")})
+    print("relevance per table column (norm, sum and max of the shares of its one-hot columns):")
     print(grouped.round(3).to_string())
     if plot:
         import matplotlib
 
         matplotlib.use("Agg")
         ax = plot_relevances(model)
-        ax.set_title("RFFNet on diabetes: relevance per column, one-hot columns summed", fontsize=9)
+        ax.set_title("RFFNet on diabetes: relevance per column (one-hot columns: norm)", fontsize=9)
         ax.figure.tight_layout()
         ax.figure.savefig(plot, dpi=110)
         print(f"bar chart saved to {plot}")

@@ -70,9 +70,10 @@ def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path
     assert meta["score"]["r2"] == pytest.approx(r2, rel=1e-9) and r2 > 0.8
     assert f"held-out score on {held_out.sum()} rows: R^2 {r2:.3f}" in out
 
-    # relevances by original column: the one-hot shares summed; z, the noise, comes last
+    # relevances by original column: the norm of the one-hot shares, then shares again; z, the noise, comes last
     shares = np.abs(model.feature_importances_) / np.abs(model.feature_importances_).sum()
-    expected = {"x": shares[0], "z": shares[1], "colour": shares[2:].sum()}
+    norms = {"x": shares[0], "z": shares[1], "colour": np.sqrt(np.sum(shares[2:] ** 2))}
+    expected = {name: value / sum(norms.values()) for name, value in norms.items()}
     assert meta["relevances"] == pytest.approx(expected, rel=1e-12)
     assert list(meta["relevances"])[-1] == "z"
     out = _run(capsys, "relevances", model_path, "--json")
@@ -121,12 +122,14 @@ def _write(path):
     return path
 
 
-def test_column_relevances_sum_shares_by_original_column():
+def test_column_relevances_combine_shares_by_original_column():
     class Fitted:
-        feature_importances_ = np.array([2.0, -1.0, 0.5, 0.5])
+        feature_importances_ = np.array([1.5, -1.0, 0.3, 0.4])
 
+    # c's two columns weigh as one of norm sqrt(0.3^2 + 0.4^2) = 0.5, beside 1.5 and 1.0: 0.5, 1/3, 1/6
     shares = column_relevances(Fitted(), ["a", "b", "c", "c"])
-    assert shares == {"a": 0.5, "b": 0.25, "c": 0.25}
+    assert list(shares) == ["a", "b", "c"]
+    assert list(shares.values()) == pytest.approx([0.5, 1 / 3, 1 / 6])
     assert column_relevances(RFFRidge(), ["a"]) is None
 
 

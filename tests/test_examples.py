@@ -39,8 +39,9 @@ def test_categorical_pipeline(capsys, tmp_path):
     grouped = _main("categorical_pipeline")(plot=tmp_path / "relevances.png")
     output = capsys.readouterr().out
     assert sorted(grouped.index) == sorted(["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"])
-    assert grouped["sum"].sum() == pytest.approx(1.0)
+    assert grouped["sum"].sum() == pytest.approx(1.0) and grouped["norm"].sum() == pytest.approx(1.0)
     assert np.all(grouped["max"] <= grouped["sum"] + 1e-12)
+    assert list(grouped.index) == list(grouped["norm"].sort_values(ascending=False, kind="stable").index)
     assert "RFFNet saw 15 columns made from the table's 10" in output  # 2 sexes + 5 age bands + 8 numbers
     assert _printed(r"test R\^2 (\d\.\d{3})", output)[0] > 0.3
     assert (tmp_path / "relevances.png").stat().st_size > 1000

@@ -87,6 +87,31 @@ def test_sum_adds_the_shares_of_each_columns_dummies(table):
     assert result.sum() == pytest.approx(1.0)
 
 
+def test_norm_takes_the_norm_of_each_columns_dummies_and_sums_to_one(table):
+    X, y = table
+    result = grouped_importances(_pipeline(IMPORTANCES).fit(X, y), aggregate="norm")
+    # before normalising: carat 7, cut sqrt(1 + 4 + 9) = 3.742, color sqrt(16 + 0) = 4, depth 3 (over 20)
+    norms = np.array([7.0, 4.0, np.sqrt(14.0), 3.0])
+    assert list(result.index) == ["carat", "color", "cut", "depth"]
+    assert_allclose(result.to_numpy(), norms / norms.sum())
+    assert result.sum() == pytest.approx(1.0)
+
+
+def test_auto_is_the_norm_for_rffkit_estimators_and_the_sum_for_others(table):
+    """A tree's impurity importances add up over a column's dummies; RFFNet's relevances combine by their norm."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    from rffkit import RFFNetRegressor
+
+    X, y = table
+    prep = ColumnTransformer([("cat", OneHotEncoder(), ["cut", "color"]), ("num", StandardScaler(), ["carat", "depth"])])
+    tree = Pipeline([("prep", prep), ("model", DecisionTreeRegressor(max_depth=3, random_state=0))]).fit(X, y)
+    assert grouped_importances(tree).to_dict() == grouped_importances(tree, aggregate="sum").to_dict()
+    net = Pipeline([("prep", prep), ("model", RFFNetRegressor(n_components=50, max_iter=5, random_state=0))]).fit(X, y)
+    assert grouped_importances(net).to_dict() == grouped_importances(net, aggregate="norm").to_dict()
+    assert grouped_importances(net).to_dict() != grouped_importances(net, aggregate="sum").to_dict()
+
+
 def test_max_takes_the_strongest_dummy_and_ties_keep_column_order(table):
     X, y = table
     result = grouped_importances(_pipeline(IMPORTANCES).fit(X, y), aggregate="max")
@@ -150,7 +175,8 @@ def test_rffnet_pipeline_groups_to_the_input_columns(table):
     assert sorted(result.index) == ["carat", "color", "cut", "depth"]
     assert result.sum() == pytest.approx(1.0)
     shares = model[-1].feature_importances_ / model[-1].feature_importances_.sum()
-    assert result["cut"] == pytest.approx(shares[:3].sum())
+    norms = [np.linalg.norm(shares[:3]), np.linalg.norm(shares[3:5]), shares[5], shares[6]]  # cut, color, carat, depth
+    assert result["cut"] == pytest.approx(norms[0] / sum(norms))
 
 
 def test_without_pandas_a_dict_in_the_same_order(table, monkeypatch):
@@ -167,7 +193,7 @@ def test_without_pandas_a_dict_in_the_same_order(table, monkeypatch):
 def test_errors_name_the_problem(table):
     X, y = table
     model = _pipeline(IMPORTANCES).fit(X, y)
-    with pytest.raises(ValueError, match="aggregate must be 'sum' or 'max'"):
+    with pytest.raises(ValueError, match="aggregate must be 'auto', 'norm', 'sum' or 'max'"):
         grouped_importances(model, aggregate="mean")
     with pytest.raises(ValueError, match="outputs 7 columns but FixedImportances has 3"):
         grouped_importances(_pipeline([1, 2, 3]).fit(X, y))

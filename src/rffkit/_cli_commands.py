@@ -295,7 +295,7 @@ def relevances_command(args):
                          indent=2))
         return 0
     kind = "its linear-only model's weight sizes as shares" if linear_only else "share of the total relevance"
-    print(f"{name} relevances in {args.model} ({kind}; one-hot columns summed into their column):")
+    print(f"{name} relevances in {args.model} ({kind}; one-hot columns combined by their norm):")
     print("\n".join(relevance_lines(shown, len(shown))))
     if args.plot:
         print(f"bar chart saved to {args.plot}")

@@ -97,7 +97,7 @@ def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances
         report.line(f"relevances: none ({type(estimator).__name__} learns no relevance per "
                     "column; --model rffnet or srff does)")
     else:
-        report.line("relevances (share of the total relevance; one-hot columns summed into their column):")
+        report.line("relevances (share of the total relevance; one-hot columns combined by their norm):")
         for line in relevance_lines(relevances, 20):
             report.line(line)
 

@@ -272,18 +272,22 @@ def column_relevances(estimator, groups):
     """Each original column's share of the total relevance, largest first; None without relevances.
 
     The final estimator's ``feature_importances_`` (one per encoded column) are made
-    non-negative and divided by their sum; the shares of the one-hot columns of one original
-    column are added up, as :func:`rffkit.inspection.grouped_importances` does.
+    non-negative and divided by their sum; the shares of the one-hot columns of one
+    original column are combined by their norm, as
+    :func:`rffkit.inspection.grouped_importances` does for rffkit's estimators
+    (:func:`rffkit.inspection.combine_shares`).
     """
+    from .inspection import combine_shares
+
     importances = getattr(final_estimator(estimator), "feature_importances_", None)
     if importances is None:
         return None
     shares = np.abs(np.asarray(importances, dtype=np.float64))
     shares = shares / shares.sum() if shares.sum() > 0 else shares
-    grouped = dict.fromkeys(groups, 0.0)
-    for group, share in zip(groups, shares):
-        grouped[group] += float(share)
-    return dict(sorted(grouped.items(), key=lambda item: -item[1]))
+    names = list(dict.fromkeys(groups))
+    owners = [names.index(group) for group in groups]
+    grouped = combine_shares(shares, owners, len(names), "norm")
+    return dict(sorted(zip(names, grouped.tolist()), key=lambda item: -item[1]))
 
 
 def load_model(path):

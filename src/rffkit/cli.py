@@ -60,7 +60,8 @@ task: --task auto makes a classification of a target that holds text or booleans
 models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge (regression)
   or RFFClassifier, both after a StandardScaler; srff is SRFFRegressor (regression only).
   Text columns are one-hot encoded; relevances are reported per original column, the
-  shares of its one-hot columns summed.
+  shares of its one-hot columns combined by their norm (their weight in the kernel's
+  distance; a sum would grow with the number of levels, noise or not).
 hold-out: the rows whose row-number hash (seed --random-state) falls below --test-size are
   held out and scored (R^2 and RMSE, or accuracy and log-loss); the saved model is the one
   fitted on the other rows, and rffkit info shows its held-out score.
@@ -128,7 +129,7 @@ def build_parser():
     relevances = commands.add_parser(
         "relevances", help="rank the original columns of a saved model by relevance",
         description="Each original column's share of the model's total relevance (one-hot columns "
-                    "summed), largest first.")
+                    "combined by their norm), largest first.")
     relevances.add_argument("model", metavar="MODEL")
     relevances.add_argument("--top", type=int, metavar="K", help="show the K most relevant columns")
     relevances.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")

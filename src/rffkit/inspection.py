@@ -5,8 +5,8 @@ RFFNet and SRFF learn one relevance per column of the matrix they are fitted on.
 :class:`~sklearn.compose.ColumnTransformer` turns the categorical column ``color`` into
 one indicator column per colour and scales the numeric ones, so the model ranks
 ``color_red``, ``color_blue``, ... one by one. :func:`grouped_importances` maps every
-column the model saw back to the input column it was made from and adds up (or takes
-the largest of) its importances, so the ranking speaks of the columns of the user's
+column the model saw back to the input column it was made from and combines its
+importances (:func:`combine_shares`), so the ranking speaks of the columns of the user's
 table. :func:`plot_relevances` draws that ranking, or the intervals of a
 :class:`~rffkit.RelevanceStability`.
 
@@ -24,12 +24,58 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import final_estimator
 from .stability import RelevanceStability
 
-__all__ = ["grouped_importances", "plot_relevances"]
+__all__ = ["grouped_importances", "plot_relevances", "combine_shares"]
 
-_AGGREGATES = ("sum", "max")
+_AGGREGATES = ("auto", "norm", "sum", "max")
 
 
-def grouped_importances(estimator_or_pipeline, *, aggregate="sum"):
+def combine_shares(shares, owners, n_columns, aggregate):
+    """Combine the shares of the model's columns into one value per input column.
+
+    Parameters
+    ----------
+    shares : array of shape (m,)
+        Non-negative importances of the columns the model saw, summing to 1.
+    owners : array of int of shape (m,)
+        The input column (``0 .. n_columns - 1``) each of them was made from.
+    n_columns : int
+    aggregate : {'norm', 'sum', 'max'}
+        ``'norm'``: the Euclidean norm of a column's shares, the norms then divided by
+        their sum. RFFNet's kernel measures distances as ``sum_j lambda_j^2 (x_j -
+        x'_j)^2`` on standardised inputs, where each term has expectation ``2 lambda_j^2``:
+        the indicator columns of one input column together weigh in the distance as one
+        column of relevance ``sqrt(sum lambda_j^2)`` would (and a linear model's weights
+        on them as one weight of that size, the group lasso's group norm; Yuan & Lin,
+        2006). ``'sum'``: the shares added up (a tree's impurity importances add up this
+        way). ``'max'``: the largest share. A column that the preprocessing passes on as
+        one column gets its own share under ``'sum'`` and ``'max'``, and under
+        ``'norm'`` too when no column has several.
+
+    Returns
+    -------
+    values : ndarray of shape (n_columns,)
+    """
+    owners = np.asarray(owners)
+    grouped = np.zeros(n_columns)
+    if aggregate == "norm":
+        np.add.at(grouped, owners, np.square(shares))
+        grouped = np.sqrt(grouped)
+        total = grouped.sum()
+        return grouped / total if total > 0 else grouped
+    (np.add if aggregate == "sum" else np.maximum).at(grouped, owners, shares)
+    return grouped
+
+
+def _resolved(aggregate, model):
+    """``'auto'``: ``'norm'`` for rffkit's estimators (relevances of a kernel or weights), else ``'sum'``."""
+    if aggregate not in _AGGREGATES:
+        raise ValueError(f"aggregate must be 'auto', 'norm', 'sum' or 'max', got {aggregate!r}.")
+    if aggregate != "auto":
+        return aggregate
+    return "norm" if type(final_estimator(_unwrap(model))).__module__.startswith("rffkit.") else "sum"
+
+
+def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
     """Importances of a fitted model, one per original input column, largest first.
 
     The final estimator's ``feature_importances_`` (one per column it was fitted on)
@@ -39,7 +85,7 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="sum"):
     from (through a :class:`~sklearn.compose.ColumnTransformer`, with
     ``output_indices_`` and ``transformers_``, and through nested pipelines, feature
     selectors and column-wise transformers), and the shares of the columns made from
-    one input column are combined by ``aggregate``.
+    one input column are combined by ``aggregate`` (:func:`combine_shares`).
 
     Parameters
     ----------
@@ -47,20 +93,26 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="sum"):
         A fitted estimator with ``feature_importances_`` (RFFNet, SRFF, a tree
         ensemble, ...), a fitted Pipeline ending in one, or a fitted search object
         (``GridSearchCV``, ...) whose ``best_estimator_`` is either.
-    aggregate : {'sum', 'max'}, default='sum'
-        How the shares of the columns made from one input column are combined.
+    aggregate : {'auto', 'norm', 'sum', 'max'}, default='auto'
+        How the shares of the columns made from one input column are combined
+        (:func:`combine_shares`); 'auto' is 'norm' for rffkit's estimators and 'sum' for
+        others (a tree ensemble's impurity importances add up).
 
-        - ``'sum'``: the input column's share of the total relevance. The grouped
-          values again sum to 1, and a categorical column counts as much as the model
-          uses all of its indicator columns together, however its levels split the
-          effect. Its drawback: a column with many levels has many indicators, each
-          with a small relevance even when it is noise, so it collects more.
+        - ``'norm'``: the Euclidean norm of the shares of a column's indicator columns,
+          normalised so that the grouped values sum to 1: the weight of the column in
+          RFFNet's kernel distance, or the size of a linear model's weights on it. A
+          column of many levels that are noise, each with a small relevance, gains as the
+          square root of the number of levels, not in proportion.
+        - ``'sum'``: the input column's share of the total relevance. A categorical
+          column counts as much as the model uses all of its indicator columns together,
+          but a column with many levels collects a small relevance for each, even when it
+          is noise (``benchmarks/results/categorical_relevance.md``).
         - ``'max'``: the share of its strongest indicator column. It does not grow with
           the number of levels, but it understates a column whose effect is spread
           over several levels, and the grouped values no longer sum to 1.
 
         A numeric column that the preprocessing passes on as one column gets the same
-        value either way.
+        value under every aggregate when no column has several.
 
     Returns
     -------
@@ -97,16 +149,15 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="sum"):
     size      0.0
     Name: importance, dtype: float64
     """
-    if aggregate not in _AGGREGATES:
-        raise ValueError(f"grouped_importances: aggregate must be 'sum' or 'max', got {aggregate!r}.")
+    try:
+        aggregate = _resolved(aggregate, estimator_or_pipeline)
+    except ValueError as error:
+        raise ValueError(f"grouped_importances: {error}") from None
     shares, owners, names = _shares_and_owners(estimator_or_pipeline)
-    grouped = np.zeros(len(names))
-    combine = np.add if aggregate == "sum" else np.maximum
-    combine.at(grouped, owners, shares)
-    return _sorted_series(names, grouped)
+    return _sorted_series(names, combine_shares(shares, owners, len(names), aggregate))
 
 
-def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, grouped=True, *, aggregate="sum"):
+def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, grouped=True, *, aggregate="auto"):
     """Horizontal bar chart of a model's importances, the largest on top.
 
     Parameters
@@ -126,7 +177,7 @@ def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, group
         preprocessing names them (``get_feature_names_out``). Ignored for a
         RelevanceStability: it holds one interval per column it was computed on, and
         intervals do not add up.
-    aggregate : {'sum', 'max'}, default='sum'
+    aggregate : {'auto', 'norm', 'sum', 'max'}, default='auto'
         Passed to :func:`grouped_importances` when ``grouped``.
 
     Returns
@@ -141,7 +192,8 @@ def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, group
 
     if grouped:
         importances = grouped_importances(estimator_or_pipeline_or_stability, aggregate=aggregate)
-        xlabel = "share of the total relevance" if aggregate == "sum" else "largest share among its columns"
+        xlabel = ("largest share among its columns" if _resolved(aggregate, estimator_or_pipeline_or_stability) == "max"
+                  else "share of the total relevance")
     else:
         shares, _, _ = _shares_and_owners(estimator_or_pipeline_or_stability)
         importances = _sorted_series(_model_input_names(estimator_or_pipeline_or_stability, len(shares)), shares)
