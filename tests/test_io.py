@@ -293,6 +293,13 @@ def test_numbers_stored_as_text_are_refused_and_codes_are_categories(rng, tmp_pa
     assert list(source.encoding.categories["dose"]) == sorted(grades)
 
 
+def test_numbers_with_thousands_separators_are_numbers_written_as_text(rng, tmp_path):
+    amounts = [f"{value:,.2f}" for value in rng.uniform(1000, 1e6, N_ROWS)]  # '123,456.78'
+    table = pa.table({"a": rng.normal(size=N_ROWS), "amount": amounts, "y": rng.normal(size=N_ROWS)})
+    with pytest.raises(DataSourceError, match=r"column 'amount' holds numbers written as text \(97 distinct"):
+        open_table(_write(table, tmp_path, "csv"), target="y")
+
+
 def test_string_feature_without_categories_is_refused(table, tmp_path):
     source = open_table(_write(table, tmp_path, "part"), target="y")
     with pytest.raises(DataSourceError, match=r"feature column 'color' has type string"):

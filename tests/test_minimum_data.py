@@ -186,6 +186,14 @@ def test_numbers_spoilt_by_a_placeholder_are_named_with_its_row(estimator):
         _fit(clone(estimator), X.to_numpy(), y)
 
 
+def test_numbers_with_thousands_separators_are_named_as_numbers_written_as_text():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=30), "amount": [f"{v:,.1f}" for v in rng.uniform(1e3, 1e6, 30)]})
+    with pytest.raises(ValueError, match=r"column 'amount' \(position 1\) of X holds numbers written as text "
+                                         r"\(30 distinct values, each a number\): store it as a numeric column\.$"):
+        RFFRidge().fit(X, rng.normal(size=30))
+
+
 @pytest.mark.parametrize("estimator", [e for e in SUPERVISED if not is_classifier(e)], ids=_ids)
 def test_a_regressors_target_spoilt_by_text_is_named_with_its_row(estimator):
     rng = np.random.default_rng(0)

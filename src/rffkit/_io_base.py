@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -140,7 +141,13 @@ _QUOTED = 5
 _NUMBERS_KEPT = 100_000
 
 
+#: A number written with commas between groups of three digits (``'12,345.6'``), which ``float`` refuses.
+_GROUPED_DIGITS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*")
+
+
 def _reads_as_number(value):
+    if isinstance(value, str) and _GROUPED_DIGITS.fullmatch(value):
+        return True
     try:
         return math.isfinite(float(value))
     except (TypeError, ValueError, OverflowError):

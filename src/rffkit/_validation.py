@@ -140,7 +140,9 @@ def _numbers_in_text(label, values):
     check = NumbersInText(None, label=label)
     check.update(first, first.__getitem__)
     message = check.message()
-    return None if message is None else message + _PLACEHOLDER_IN_ARRAY
+    if message is None:
+        return None
+    return message + (_PLACEHOLDER_IN_ARRAY if check.others else "")
 
 
 def _check_text_columns(owner, X):
