@@ -265,7 +265,7 @@ def test_a_numeric_column_with_text_in_it_is_refused_naming_the_values_and_their
     message = _message(excinfo)
     assert message.startswith("column 'dose' holds numbers and text: 94 of its distinct values are numbers and 2 "
                               "are not: '?' (row 12), '-' (row 45). Is that a placeholder for missing values?")
-    assert message.endswith("or leave the column out with features=[...].")
+    assert message.endswith("or leave it out (features=[...] in Python, --features on the command line).")
 
 
 def test_past_max_categories_the_text_among_numbers_is_still_named(rng, tmp_path):
@@ -298,6 +298,16 @@ def test_numbers_with_thousands_separators_are_numbers_written_as_text(rng, tmp_
     table = pa.table({"a": rng.normal(size=N_ROWS), "amount": amounts, "y": rng.normal(size=N_ROWS)})
     with pytest.raises(DataSourceError, match=r"column 'amount' holds numbers written as text \(97 distinct"):
         open_table(_write(table, tmp_path, "csv"), target="y")
+
+
+def test_a_text_column_with_a_value_per_row_is_named_as_an_identifier(table, tmp_path):
+    names = pa.array([f"patient {k}" for k in range(N_ROWS)])
+    with pytest.warns(UserWarning, match=r"column 'name' has 97 distinct values in 97 rows: an identifier\? .*"
+                                         r"--features on the command line"):
+        source = open_table(_write(table.append_column("name", names), tmp_path, "part", sizes=[50, 47]), target="y")
+    assert len(source.encoding.categories["name"]) == N_ROWS  # a warning: the user may mean it
+    few = pa.array([f"ward {k % 20}" for k in range(N_ROWS)])  # 20 levels, any number of rows: no warning
+    open_table(_write(table.append_column("ward", few), tmp_path, "wards"), target="y")
 
 
 def test_string_feature_without_categories_is_refused(table, tmp_path):

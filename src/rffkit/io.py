@@ -15,6 +15,7 @@ and the error classes in ``rffkit._io_base``, and the reading of files under a
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,7 @@ from ._array_source import ArraySource
 from ._encoding import ColumnEncoding, column_kind
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
+    NUMBERS_IN_TEXT_MIN,
     Chunk,
     ColumnNotFoundError,
     DataSourceError,
@@ -42,6 +44,11 @@ from ._io_base import (
     short,
 )
 from ._streaming import rechunk
+
+#: A text column with more distinct values than this share of the rows is taken for an identifier.
+IDENTIFIER_SHARE = 0.5
+#: How the messages about a column say to do without it, in Python and on the command line.
+_LEAVE_OUT = "leave it out (features=[...] in Python, --features on the command line)"
 from ._table_files import TableLayout, expand_paths, file_format, inspect_file
 
 __all__ = [
@@ -133,7 +140,7 @@ class TableSource:
                 raise DataSourceError(
                     f"feature column {column!r} has type {type_}, which the encoding does not "
                     "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
-                                             else "") + "leave it out with features=[...].")
+                                             else "") + f"{_LEAVE_OUT}.")
         if target and self._kinds[target] == "unsupported":
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
@@ -191,7 +198,8 @@ class TableSource:
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
         Reads only the string and categorical columns; their categories are every value
-        seen, sorted. A text column of more than 20 distinct numbers and at least nine of
+        seen, sorted. A column with a distinct value on more than half of the rows (and
+        more than 20 of them) draws a warning: an identifier, most likely. A text column of more than 20 distinct numbers and at least nine of
         them for each other value is refused (:class:`DataSourceError` naming the other
         values and their first rows): a numeric column that a placeholder such as ``'?'``
         made text, whose one-hot encoding would give each number a column.
@@ -217,10 +225,12 @@ class TableSource:
 
         def too_many_categories(column):
             return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
-                                   "values; leave it out with features=[...] or raise max_categories.")
+                                   f"values; {_LEAVE_OUT}, or raise max_categories.")
 
+        n_rows = 0
         if categorical:
             for batch, rows in self._raw_batches(categorical, self.chunk_rows, 0, 1):
+                n_rows += batch.num_rows
                 for column in categorical:
                     array = batch.column(column)
                     check_no_nulls(array, column, rows)
@@ -239,9 +249,15 @@ class TableSource:
                 message = checks[column].message()
                 if message is not None:
                     advice = PLACEHOLDER_IN_FILE if checks[column].others else ""
-                    raise DataSourceError(f"{message}{advice}; or leave the column out with features=[...].")
+                    raise DataSourceError(f"{message}{advice}; or {_LEAVE_OUT}.")
             if too_many:
                 raise too_many_categories(too_many[0])
+            for column, values in seen.items():
+                if len(values) > NUMBERS_IN_TEXT_MIN and len(values) > IDENTIFIER_SHARE * n_rows:
+                    warnings.warn(
+                        f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
+                        f"Its one-hot columns, about one per row, can only memorise the training rows; {_LEAVE_OUT}.",
+                        UserWarning, stacklevel=3)
         categories = {column: sorted(values) for column, values in seen.items()}
         return ColumnEncoding(self.encoding.columns, categories, handle_unknown)
 
