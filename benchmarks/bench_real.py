@@ -6,8 +6,9 @@ bundled with scikit-learn. Each gets 10 standard-normal noise columns (``noise_0
 split (stratified for classification), one per seed; categorical columns are one-hot
 encoded and numeric ones standardised by a ``ColumnTransformer`` in a ``Pipeline`` with
 every method, so the fit time is that of the whole pipeline and RFFNet's relevances can
-be grouped back to the table's columns (:func:`rffkit.inspection.grouped_importances`,
-summed over a column's indicators).
+be grouped back to the table's columns (:func:`rffkit.inspection.grouped_importances`:
+the norm of a column's indicators' shares, its default for rffkit's estimators; the sum
+before d7d1c88).
 
 Methods: ``RFFNetRegressor()`` / ``RFFNetClassifier()`` at their defaults (``rffnet``),
 and with ``warp_inputs=False`` (``rffnet_plain``: no quantile map of heavy-tailed
