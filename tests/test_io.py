@@ -310,6 +310,18 @@ def test_a_text_column_with_a_value_per_row_is_named_as_an_identifier(table, tmp
     open_table(_write(table.append_column("ward", few), tmp_path, "wards"), target="y")
 
 
+def test_new_data_whose_numbers_a_placeholder_made_text_is_named(table, tmp_path):
+    """Predicting on a file where '?' turned a numeric column into text: the error names it, not the column's type."""
+    source = open_table(_write(_numeric(table), tmp_path, "train"), target="y")
+    spoilt = [f"{value:.3f}" for value in table.column("a").to_pylist()]
+    spoilt[3] = spoilt[60] = "?"
+    new = _numeric(table).set_column(0, "a", pa.array(spoilt))
+    with pytest.raises(DataSourceError) as excinfo:
+        open_table(_write(new, tmp_path, "csv-new", sizes=[50, 47]), target="y", encoding=source.encoding)
+    assert _message(excinfo).startswith("feature column 'a' holds text where the encoding expects numbers: '?' (row 3). "
+                                        "Is that a placeholder for missing values?")
+
+
 def test_string_feature_without_categories_is_refused(table, tmp_path):
     source = open_table(_write(table, tmp_path, "part"), target="y")
     with pytest.raises(DataSourceError, match=r"feature column 'color' has type string"):

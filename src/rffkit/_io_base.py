@@ -199,10 +199,14 @@ class NumbersInText:
         if not n_others:
             return (f"{self.label} holds numbers written as text ({count} distinct values, each a number): "
                     "store it as a numeric column")
-        quoted = ", ".join(f"{short(value)} (row {row})" for value, row in list(self.others.items())[:_QUOTED])
-        more = f" and {n_others - _QUOTED} more" if n_others > _QUOTED else ""
         return (f"{self.label} holds numbers and text: {count} of its distinct values are numbers and "
-                f"{n_others} {'is' if n_others == 1 else 'are'} not: {quoted}{more}")
+                f"{n_others} {'is' if n_others == 1 else 'are'} not: {self.quoted()}")
+
+    def quoted(self):
+        """The first few values other than numbers, each with its row, and how many more there are."""
+        quoted = ", ".join(f"{short(value)} (row {row})" for value, row in list(self.others.items())[:_QUOTED])
+        more = len(self.others) - _QUOTED
+        return quoted + (f" and {more} more" if more > 0 else "")
 
 
 #: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.

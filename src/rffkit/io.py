@@ -135,6 +135,8 @@ class TableSource:
         for column in encoding.columns:
             kind = self._kinds[column]
             uncovered = kind == "categorical" and column not in encoding.categories
+            if uncovered:
+                self._refuse_text_among_numbers(column)
             if kind == "unsupported" or uncovered:
                 type_ = layout.schemas[0].field(column).type
                 raise DataSourceError(
@@ -144,6 +146,21 @@ class TableSource:
         if target and self._kinds[target] == "unsupported":
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
+
+    def _refuse_text_among_numbers(self, column):
+        """Raise naming the text in a text ``column`` that the encoding reads as numbers, when
+        most of its values are numbers (new data whose numbers a placeholder made text)."""
+        check = NumbersInText(column)
+        for batch, rows in self._raw_batches([column], self.chunk_rows, 0, 1):
+            array = batch.column(column)
+            if pa.types.is_dictionary(array.type):
+                array = pc.cast(array, array.type.value_type)
+            check_no_nulls(array, column, rows)
+            check.update(pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows))
+        if check.others and len(check.numbers) >= len(check.others):
+            raise DataSourceError(
+                f"feature column {column!r} holds text where the encoding expects numbers: {check.quoted()}"
+                f"{PLACEHOLDER_IN_FILE}.")
 
     files = property(lambda self: list(self._layout.files))
     format = property(lambda self: self._layout.format)
