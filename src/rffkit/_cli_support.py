@@ -107,16 +107,15 @@ def summarise_target(source):
     check = NumbersInText(source.target)
     for chunk in source.with_encoding(ColumnEncoding([])).iter_chunks():
         kind, n_rows = chunk.y.dtype.kind, n_rows + chunk.y.shape[0]
+        if values is None and kind not in "OUS":
+            continue  # a numeric target of many values: nothing left to learn from its chunks
         distinct = np.unique(chunk.y).tolist()
         if kind in "OUS":
             check.update(distinct, lambda value: at_row(np.flatnonzero(chunk.y == value)[0], chunk.rows))
         if values is not None:
             values.update(distinct)
             values = values if len(values) <= MAX_AUTO_CLASSES else None
-    message = check.message()
-    if message is not None and check.others:
-        message += PLACEHOLDER_IN_FILE
-    return kind, None if values is None else sorted(values), n_rows, message
+    return kind, None if values is None else sorted(values), n_rows, check.message(PLACEHOLDER_IN_FILE)
 
 
 def choose_task(requested, kind, values, numbers_in_text=None):
@@ -284,9 +283,9 @@ def column_relevances(estimator, groups):
         return None
     shares = np.abs(np.asarray(importances, dtype=np.float64))
     shares = shares / shares.sum() if shares.sum() > 0 else shares
-    names = list(dict.fromkeys(groups))
-    owners = [names.index(group) for group in groups]
-    grouped = combine_shares(shares, owners, len(names), "norm")
+    positions = {name: k for k, name in enumerate(dict.fromkeys(groups))}
+    names = list(positions)
+    grouped = combine_shares(shares, [positions[group] for group in groups], len(names), "norm")
     return dict(sorted(zip(names, grouped.tolist()), key=lambda item: -item[1]))
 
 

@@ -1,4 +1,5 @@
-"""How table columns become numbers: the kinds of Arrow columns, and :class:`ColumnEncoding`.
+"""How table columns become numbers: the kinds of Arrow columns, :class:`ColumnEncoding`, and
+:func:`learn_categories`, the pass over the text columns that fits one.
 
 Users import :class:`ColumnEncoding` from :mod:`rffkit.io`, which re-exports it (and which it
 names as its module).
@@ -6,6 +7,7 @@ names as its module).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,8 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._io_base import (
+    NUMBERS_IN_TEXT_MIN,
+    PLACEHOLDER_IN_FILE,
     ColumnNotFoundError,
     DataSourceError,
+    NumbersInText,
     UnknownCategoryError,
     at_row,
     check_finite,
@@ -24,7 +29,12 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "column_kind", "merge_kinds"]
+__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "learn_categories", "text_values", "LEAVE_OUT"]
+
+#: A text column with more distinct values than this share of the rows is taken for an identifier.
+IDENTIFIER_SHARE = 0.5
+#: How the messages about a column say to do without it, in Python and on the command line.
+LEAVE_OUT = "leave it out (features=[...] in Python, --features on the command line)"
 
 
 def column_kind(data_type):
@@ -236,3 +246,59 @@ class ColumnEncoding:
                 f"{len(value_set)}: {listing(self.categories[column], 5)}); refit the encoding or "
                 "use handle_unknown='ignore'.")
         block[index[known], np.flatnonzero(known)] = 1.0
+
+
+def text_values(array, column, rows):
+    """``(distinct, locate)`` of a chunk ``array`` of the text ``column``: its distinct values, and
+    ``locate(value)``, the global row where a value first appears in the chunk (``rows``, the
+    chunk's global rows, or None). A null raises :class:`MissingValueError`."""
+    check_no_nulls(array, column, rows)
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
+
+
+def learn_categories(batches, columns, max_categories):
+    """The categories of the text ``columns``: every value seen in ``batches``, sorted.
+
+    ``batches`` yields ``(batch, rows)``: an Arrow record batch holding ``columns`` and its
+    global rows. A column of more than ``max_categories`` values raises, and so does one
+    that :class:`NumbersInText` finds to be numbers spoilt by text (past
+    ``max_categories``, a column that still looks numeric is read to the end, so that the
+    error names the text of a later chunk); a column with a distinct value on more than
+    ``IDENTIFIER_SHARE`` of the rows (and more than ``NUMBERS_IN_TEXT_MIN``) draws a
+    warning, as an identifier.
+    """
+    seen = {column: set() for column in columns}
+    checks = {column: NumbersInText(column) for column in columns}
+    too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
+
+    def too_many_categories(column):
+        return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
+                               f"values; {LEAVE_OUT}, or raise max_categories.")
+
+    n_rows = 0
+    for batch, rows in batches:
+        n_rows += batch.num_rows
+        for column in columns:
+            distinct, locate = text_values(batch.column(column), column, rows)
+            checks[column].update(distinct, locate)
+            if column in too_many:
+                continue
+            seen[column].update(distinct)
+            if len(seen[column]) > max_categories:
+                if checks[column].message() is None:
+                    raise too_many_categories(column)
+                too_many.append(column)
+    for column in columns:
+        message = checks[column].message(PLACEHOLDER_IN_FILE)
+        if message is not None:
+            raise DataSourceError(f"{message}; or {LEAVE_OUT}.")
+    if too_many:
+        raise too_many_categories(too_many[0])
+    for column, values in seen.items():
+        if len(values) > NUMBERS_IN_TEXT_MIN and len(values) > IDENTIFIER_SHARE * n_rows:
+            warnings.warn(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
+                          f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.",
+                          UserWarning, stacklevel=4)
+    return {column: sorted(values) for column, values in seen.items()}

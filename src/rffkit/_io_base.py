@@ -165,8 +165,9 @@ class NumbersInText:
     names the other values and the rows where they first appear; a column of few codes
     (``'K'``, ``'1'``, ..., ``'12'``) is a categorical column and passes.
 
-    ``label`` names the column in the message (default ``column 'name'``); the caller adds
-    what to do (``PLACEHOLDER_IN_FILE`` for a file).
+    ``label`` names the column in the message (default ``column 'name'``); ``advice``, what
+    to do about the other values (``PLACEHOLDER_IN_FILE`` for a file), follows it when there
+    are any.
 
     >>> check = NumbersInText("dose")
     >>> check.update([str(k / 10) for k in range(30)] + ["?"], lambda value: 7)
@@ -190,7 +191,7 @@ class NumbersInText:
             elif len(self.numbers) < _NUMBERS_KEPT:
                 self.numbers.add(value)
 
-    def message(self):
+    def message(self, advice=""):
         """What is wrong with the column, or None when it is not a numeric column spoilt by text."""
         n_numbers, n_others = len(self.numbers), len(self.others)
         if n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
@@ -200,7 +201,7 @@ class NumbersInText:
             return (f"{self.label} holds numbers written as text ({count} distinct values, each a number): "
                     "store it as a numeric column")
         return (f"{self.label} holds numbers and text: {count} of its distinct values are numbers and "
-                f"{n_others} {'is' if n_others == 1 else 'are'} not: {self.quoted()}")
+                f"{n_others} {'is' if n_others == 1 else 'are'} not: {self.quoted()}{advice}")
 
     def quoted(self):
         """The first few values other than numbers, each with its row, and how many more there are."""

@@ -139,10 +139,7 @@ def _numbers_in_text(label, values):
         return None
     check = NumbersInText(None, label=label)
     check.update(first, first.__getitem__)
-    message = check.message()
-    if message is None:
-        return None
-    return message + (_PLACEHOLDER_IN_ARRAY if check.others else "")
+    return check.message(_PLACEHOLDER_IN_ARRAY)
 
 
 def _check_text_columns(owner, X):

@@ -69,7 +69,7 @@ def combine_shares(shares, owners, n_columns, aggregate):
 def _resolved(aggregate, model):
     """``'auto'``: ``'norm'`` for rffkit's estimators (relevances of a kernel or weights), else ``'sum'``."""
     if aggregate not in _AGGREGATES:
-        raise ValueError(f"aggregate must be 'auto', 'norm', 'sum' or 'max', got {aggregate!r}.")
+        raise ValueError(f"grouped_importances: aggregate must be 'auto', 'norm', 'sum' or 'max', got {aggregate!r}.")
     if aggregate != "auto":
         return aggregate
     return "norm" if type(final_estimator(_unwrap(model))).__module__.startswith("rffkit.") else "sum"
@@ -149,10 +149,7 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
     size      0.0
     Name: importance, dtype: float64
     """
-    try:
-        aggregate = _resolved(aggregate, estimator_or_pipeline)
-    except ValueError as error:
-        raise ValueError(f"grouped_importances: {error}") from None
+    aggregate = _resolved(aggregate, estimator_or_pipeline)
     shares, owners, names = _shares_and_owners(estimator_or_pipeline)
     return _sorted_series(names, combine_shares(shares, owners, len(names), aggregate))
 

@@ -15,26 +15,23 @@ and the error classes in ``rffkit._io_base``, and the reading of files under a
 from __future__ import annotations
 
 import re
-import warnings
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._array_source import ArraySource
-from ._encoding import ColumnEncoding, column_kind
+from ._encoding import LEAVE_OUT, ColumnEncoding, column_kind, learn_categories, text_values
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
-    NUMBERS_IN_TEXT_MIN,
+    PLACEHOLDER_IN_FILE,
     Chunk,
     ColumnNotFoundError,
     DataSourceError,
     MissingValueError,
-    PLACEHOLDER_IN_FILE,
     NumbersInText,
     SchemaMismatchError,
     UnknownCategoryError,
-    at_row,
     check_chunk_rows,
     check_dtype,
     check_finite,
@@ -44,11 +41,6 @@ from ._io_base import (
     short,
 )
 from ._streaming import rechunk
-
-#: A text column with more distinct values than this share of the rows is taken for an identifier.
-IDENTIFIER_SHARE = 0.5
-#: How the messages about a column say to do without it, in Python and on the command line.
-_LEAVE_OUT = "leave it out (features=[...] in Python, --features on the command line)"
 from ._table_files import TableLayout, expand_paths, file_format, inspect_file
 
 __all__ = [
@@ -142,7 +134,7 @@ class TableSource:
                 raise DataSourceError(
                     f"feature column {column!r} has type {type_}, which the encoding does not "
                     "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
-                                             else "") + f"{_LEAVE_OUT}.")
+                                             else "") + f"{LEAVE_OUT}.")
         if target and self._kinds[target] == "unsupported":
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
@@ -152,11 +144,7 @@ class TableSource:
         most of its values are numbers (new data whose numbers a placeholder made text)."""
         check = NumbersInText(column)
         for batch, rows in self._raw_batches([column], self.chunk_rows, 0, 1):
-            array = batch.column(column)
-            if pa.types.is_dictionary(array.type):
-                array = pc.cast(array, array.type.value_type)
-            check_no_nulls(array, column, rows)
-            check.update(pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows))
+            check.update(*text_values(batch.column(column), column, rows))
         if check.others and len(check.numbers) >= len(check.others):
             raise DataSourceError(
                 f"feature column {column!r} holds text where the encoding expects numbers: {check.quoted()}"
@@ -215,11 +203,12 @@ class TableSource:
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
         Reads only the string and categorical columns; their categories are every value
-        seen, sorted. A column with a distinct value on more than half of the rows (and
-        more than 20 of them) draws a warning: an identifier, most likely. A text column of more than 20 distinct numbers and at least nine of
-        them for each other value is refused (:class:`DataSourceError` naming the other
-        values and their first rows): a numeric column that a placeholder such as ``'?'``
-        made text, whose one-hot encoding would give each number a column.
+        seen, sorted (:func:`rffkit._encoding.learn_categories`). A text column of more than
+        20 distinct numbers and at least nine of them for each other value is refused
+        (:class:`DataSourceError` naming the other values and their first rows): a numeric
+        column that a placeholder such as ``'?'`` made text, whose one-hot encoding would
+        give each number a column. A column with a distinct value on more than half of the
+        rows (and more than 20 of them) draws a warning: an identifier, most likely.
 
         Parameters
         ----------
@@ -236,46 +225,8 @@ class TableSource:
             categorical column.
         """
         categorical = [name for name in self.encoding.columns if self._kinds[name] == "categorical"]
-        seen = {column: set() for column in categorical}
-        checks = {column: NumbersInText(column) for column in categorical}
-        too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
-
-        def too_many_categories(column):
-            return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
-                                   f"values; {_LEAVE_OUT}, or raise max_categories.")
-
-        n_rows = 0
-        if categorical:
-            for batch, rows in self._raw_batches(categorical, self.chunk_rows, 0, 1):
-                n_rows += batch.num_rows
-                for column in categorical:
-                    array = batch.column(column)
-                    check_no_nulls(array, column, rows)
-                    if pa.types.is_dictionary(array.type):
-                        array = pc.cast(array, array.type.value_type)
-                    distinct = pc.unique(array).to_pylist()
-                    checks[column].update(distinct, lambda value: at_row(pc.index(array, value).as_py(), rows))
-                    if column in too_many:
-                        continue
-                    seen[column].update(distinct)
-                    if len(seen[column]) > max_categories:
-                        if checks[column].message() is None:
-                            raise too_many_categories(column)
-                        too_many.append(column)
-            for column in categorical:
-                message = checks[column].message()
-                if message is not None:
-                    advice = PLACEHOLDER_IN_FILE if checks[column].others else ""
-                    raise DataSourceError(f"{message}{advice}; or {_LEAVE_OUT}.")
-            if too_many:
-                raise too_many_categories(too_many[0])
-            for column, values in seen.items():
-                if len(values) > NUMBERS_IN_TEXT_MIN and len(values) > IDENTIFIER_SHARE * n_rows:
-                    warnings.warn(
-                        f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
-                        f"Its one-hot columns, about one per row, can only memorise the training rows; {_LEAVE_OUT}.",
-                        UserWarning, stacklevel=3)
-        categories = {column: sorted(values) for column, values in seen.items()}
+        batches = self._raw_batches(categorical, self.chunk_rows, 0, 1) if categorical else ()
+        categories = learn_categories(batches, categorical, max_categories)
         return ColumnEncoding(self.encoding.columns, categories, handle_unknown)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
