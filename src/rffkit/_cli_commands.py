@@ -159,7 +159,8 @@ def fit_command(args):
     with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
-        source = open_table(args.data, target=args.target, features=args.features, dtype=dtype)
+        source = open_table(args.data, target=args.target, features=args.features, dtype=dtype,
+                            missing=args.missing)
         kind, values, n_rows, numbers_in_text = summarise_target(source)
         task, why = choose_task(args.task, kind, values, numbers_in_text)
         if (args.model, task) not in estimators():
@@ -184,7 +185,9 @@ def fit_command(args):
         report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
                    relevances=relevances)
         if rank == 0:
-            save({"format": MODEL_FORMAT, "version": MODEL_VERSION, "estimator": model,
+            # a file whose encoding fills in missing values needs a reader that knows how (version 2)
+            version = MODEL_VERSION if source.encoding.missing == "encode" else 1
+            save({"format": MODEL_FORMAT, "version": version, "estimator": model,
                   "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
             report.data["model_file"] = args.output
             report.line(f"saved to {args.output} (rffkit info {shlex.quote(args.output)} describes it)")

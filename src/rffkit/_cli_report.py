@@ -77,6 +77,13 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     if source.encoding.categories:
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
                     f"({source.n_features} model inputs in all)")
+    encoding = source.encoding
+    filled = [column for column, values in encoding.categories.items() if None in values] + list(encoding.indicators)
+    report.data.update(missing_encoded=filled)
+    if filled:
+        report.line(f"missing values: encoded in {', '.join(sorted(filled, key=list(encoding.columns).index))} "
+                    "(a (missing) category in a text column; in a numeric one the column's mean and a 0/1 "
+                    "column that marks the rows)")
     report.line(f"task: {task} ({why})")
     report.line(f"model: {describe_estimator(estimator)}" + (" on standardised columns" if scale else ""))
     report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "

@@ -31,7 +31,9 @@ __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators",
            "load_model", "replaced_atomically"]
 
 MODEL_FORMAT = "rffkit-command-line"
-MODEL_VERSION = 1
+#: The newest command-line model file this rffkit reads and writes (2: an encoding that fills in
+#: missing values, which version 1 readers would not do; other files are still written as 1).
+MODEL_VERSION = 2
 
 
 def estimators():

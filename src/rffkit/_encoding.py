@@ -1,5 +1,5 @@
 """How table columns become numbers: the kinds of Arrow columns, :class:`ColumnEncoding`, and
-:func:`learn_categories`, the pass over the text columns that fits one.
+:func:`learn_encoding`, the pass over the columns that fits one.
 
 Users import :class:`ColumnEncoding` from :mod:`rffkit.io`, which re-exports it (and which it
 names as its module).
@@ -19,6 +19,7 @@ from ._io_base import (
     PLACEHOLDER_IN_FILE,
     ColumnNotFoundError,
     DataSourceError,
+    MissingValueError,
     NumbersInText,
     UnknownCategoryError,
     at_row,
@@ -29,12 +30,14 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "learn_categories", "text_values", "LEAVE_OUT"]
+__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "learn_encoding", "text_values", "LEAVE_OUT", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
 #: How the messages about a column say to do without it, in Python and on the command line.
 LEAVE_OUT = "leave it out (features=[...] in Python, --features on the command line)"
+#: The name of the output column of a missing value: a text column's category, a numeric column's indicator.
+MISSING = "(missing)"
 
 
 def column_kind(data_type):
@@ -78,20 +81,40 @@ class ColumnEncoding:
     each column named in ``categories`` is one-hot encoded into one output column per
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
 
+    Missing values (nulls, and NaN in numeric columns) are an error by default. With
+    ``missing='encode'`` they become inputs the model can use: mean imputation with a
+    missing-value indicator, which is consistent for prediction (Josse et al., 2019): in a text
+    column a null is a category of its own (``None`` among ``categories``, output
+    ``"column=(missing)"``); in a numeric or boolean column it is replaced by the
+    column's value in ``fill_values`` (the training mean, when learned), and each column
+    of ``indicators`` gets a second output, ``"column=(missing)"``, which is 1 on those
+    rows. A column's outputs, indicator included, form one group of :attr:`groups`.
+
     Parameters
     ----------
     columns : sequence of str
         Input columns, in output order.
     categories : mapping of str to sequence, default={}
-        Categories of the one-hot encoded columns.
+        Categories of the one-hot encoded columns (``None``: the missing value, with
+        ``missing='encode'``).
     handle_unknown : {'ignore', 'error'}, default='ignore'
         A category not listed gives an all-zero row of that column's block ('ignore') or
         raises :class:`UnknownCategoryError` naming the column, value and row ('error').
+    missing : {'error', 'encode'}, default='error'
+        'error': a missing value raises :class:`MissingValueError` naming the column and
+        row. 'encode': as above.
+    fill_values : mapping of str to float, default={}
+        With ``missing='encode'``, the value of a missing entry of each numeric column; a
+        missing value in a numeric column without one raises :class:`MissingValueError`.
+    indicators : sequence of str, default=()
+        With ``missing='encode'``, the numeric columns (among ``fill_values``) that get a
+        missing-value indicator output.
 
     Attributes
     ----------
     output_names : list of str
-        One per output column: the column name, or ``"column=category"``.
+        One per output column: the column name, ``"column=category"``, or
+        ``"column=(missing)"``.
     groups : list of str
         For every output column, the input column it comes from.
 
@@ -103,11 +126,20 @@ class ColumnEncoding:
     ['age', 'color=blue', 'color=red']
     >>> encoding.transform({"age": [30, 41], "color": ["red", "green"]}).tolist()
     [[30.0, 0.0, 1.0], [41.0, 0.0, 0.0]]
+    >>> encoding = ColumnEncoding(["age", "color"], {"color": ["red", None]}, missing="encode",
+    ...                           fill_values={"age": 35.5}, indicators=["age"])
+    >>> encoding.output_names
+    ['age', 'age=(missing)', 'color=red', 'color=(missing)']
+    >>> encoding.transform({"age": [30, None], "color": [None, "red"]}).tolist()
+    [[30.0, 0.0, 0.0, 1.0], [35.5, 1.0, 1.0, 0.0]]
     """
 
     columns: tuple
     categories: dict = field(default_factory=dict)
     handle_unknown: str = "ignore"
+    missing: str = "error"
+    fill_values: dict = field(default_factory=dict)
+    indicators: tuple = ()
 
     def __post_init__(self):
         columns = tuple(str(column) for column in self.columns)
@@ -121,8 +153,28 @@ class ColumnEncoding:
         if self.handle_unknown not in ("ignore", "error"):
             raise ValueError("ColumnEncoding: handle_unknown must be 'ignore' or 'error'; "
                              f"got {self.handle_unknown!r}.")
+        if self.missing not in ("error", "encode"):
+            raise ValueError(f"ColumnEncoding: missing must be 'error' or 'encode'; got {short(self.missing)}.")
+        fill_values = {str(name): float(value) for name, value in dict(self.fill_values).items()}
+        indicators = tuple(str(name) for name in self.indicators)
+        if self.missing == "error":
+            if fill_values or indicators or any(None in values for values in categories.values()):
+                raise ValueError("ColumnEncoding: fill_values, indicators and a None category need "
+                                 "missing='encode'.")
+        stray = [name for name in fill_values if name not in columns or name in categories]
+        if stray:
+            raise ValueError(f"ColumnEncoding: fill_values given for {listing(stray)}, not among the "
+                             "numeric columns.")
+        if not all(np.isfinite(value) for value in fill_values.values()):
+            raise ValueError("ColumnEncoding: every fill value must be finite.")
+        stray = [name for name in indicators if name not in fill_values]
+        if stray or len(set(indicators)) != len(indicators):
+            raise ValueError(f"ColumnEncoding: indicators must be distinct columns of fill_values; got "
+                             f"{listing(indicators)}.")
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "categories", categories)
+        object.__setattr__(self, "fill_values", fill_values)
+        object.__setattr__(self, "indicators", tuple(name for name in columns if name in indicators))
 
     @property
     def output_names(self):
@@ -130,15 +182,23 @@ class ColumnEncoding:
         names = []
         for column in self.columns:
             if column in self.categories:
-                names.extend(f"{column}={value}" for value in self.categories[column])
+                names.extend(f"{column}={MISSING if value is None else value}" for value in self.categories[column])
             else:
                 names.append(column)
+                if column in self.indicators:
+                    names.append(f"{column}={MISSING}")
         return names
 
     @property
     def groups(self):
         """For every output column, the input column it comes from (list of str)."""
-        return [column for column in self.columns for _ in self.categories.get(column, (None,))]
+        return [column for column in self.columns for _ in range(self._width(column))]
+
+    def _width(self, column):
+        """The number of output columns of ``column``."""
+        if column in self.categories:
+            return len(self.categories[column])
+        return 2 if column in self.indicators else 1
 
     def to_dict(self):
         """A JSON-ready description of the encoding; :meth:`from_dict` rebuilds it.
@@ -146,11 +206,17 @@ class ColumnEncoding:
         Returns
         -------
         description : dict
-            ``"columns"`` (list of str), ``"handle_unknown"`` (str) and ``"categories"``
-            (dict of column to list of categories).
+            ``"columns"`` (list of str), ``"handle_unknown"`` (str), ``"categories"``
+            (dict of column to list of categories, ``None`` for the missing value) and,
+            with ``missing='encode'``, ``"missing"``, ``"fill_values"`` (dict of column to
+            float) and ``"indicators"`` (list of str).
         """
-        return {"columns": list(self.columns), "handle_unknown": self.handle_unknown,
-                "categories": {name: list(values) for name, values in self.categories.items()}}
+        description = {"columns": list(self.columns), "handle_unknown": self.handle_unknown,
+                       "categories": {name: list(values) for name, values in self.categories.items()}}
+        if self.missing != "error":
+            description.update(missing=self.missing, fill_values=dict(self.fill_values),
+                               indicators=list(self.indicators))
+        return description
 
     @classmethod
     def from_dict(cls, description):
@@ -159,8 +225,9 @@ class ColumnEncoding:
         Parameters
         ----------
         description : dict
-            ``"columns"``, and optionally ``"categories"`` (default none) and
-            ``"handle_unknown"`` (default 'ignore').
+            ``"columns"``, and optionally ``"categories"`` (default none),
+            ``"handle_unknown"`` (default 'ignore'), ``"missing"`` (default 'error'),
+            ``"fill_values"`` (default none) and ``"indicators"`` (default none).
 
         Returns
         -------
@@ -168,7 +235,8 @@ class ColumnEncoding:
             Equal to the encoding that wrote ``description``.
         """
         return cls(description["columns"], description.get("categories", {}),
-                   description.get("handle_unknown", "ignore"))
+                   description.get("handle_unknown", "ignore"), description.get("missing", "error"),
+                   description.get("fill_values", {}), description.get("indicators", ()))
 
     def transform(self, table, *, dtype=np.float64, rows=None):
         """Encode a table into ``X`` of shape (m, len(output_names)).
@@ -193,7 +261,8 @@ class ColumnEncoding:
         ColumnNotFoundError
             A column of ``self.columns`` is not in ``table``.
         MissingValueError
-            A null or NaN; the message names the column and row.
+            A null or NaN (with ``missing='error'``, or in a numeric column without a fill
+            value); the message names the column and row.
         UnknownCategoryError
             An unseen category with ``handle_unknown='error'``.
         """
@@ -207,9 +276,11 @@ class ColumnEncoding:
         # once into C order: about four times faster than writing strided columns of X.
         X_transposed = np.zeros((len(self.groups), table.num_rows), dtype=dtype)
         start = 0
+        encode = self.missing == "encode"
         for column in self.columns:
             array = table.column(column)
-            check_no_nulls(array, column, rows)
+            if not encode:
+                check_no_nulls(array, column, rows)
             if column in self.categories:
                 width = len(self.categories[column])
                 self._one_hot(array, column, X_transposed[start:start + width], rows)
@@ -221,21 +292,41 @@ class ColumnEncoding:
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
             values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            if encode:
+                absent = np.isnan(values)
+                if absent.any():
+                    if column not in self.fill_values:
+                        position = int(np.flatnonzero(absent)[0])
+                        raise MissingValueError(
+                            f"column {column!r} holds a missing value at row {at_row(position, rows)} and the "
+                            "encoding has no value to fill in for it; refit the encoding on data that "
+                            "cover this column (TableSource.fit_encoding(missing='encode')).")
+                    values[absent] = self.fill_values[column]
+                if column in self.indicators:
+                    X_transposed[start + 1] = absent
             check_finite(values, column, rows)
             X_transposed[start] = values
-            start += 1
+            start += self._width(column)
         return np.ascontiguousarray(X_transposed.T)
 
     def _one_hot(self, array, column, block, rows):
         if pa.types.is_dictionary(array.type):
             array = pc.cast(array, array.type.value_type)
+        if array.null_count and self.missing == "encode" and None not in self.categories[column]:
+            # a null the training data did not have in this column: an unknown category
+            if self.handle_unknown == "error":
+                position = int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
+                raise UnknownCategoryError(
+                    f"column {column!r} holds a missing value at row {at_row(position, rows)}, which the "
+                    "encoding's categories do not include (the training data had none in this column); "
+                    "use handle_unknown='ignore'.")
         try:
             value_set = pa.array(self.categories[column], type=array.type)
         except (pa.ArrowException, TypeError, ValueError):
             raise DataSourceError(
                 f"column {column!r} has type {array.type}, which does not match the encoding's "
                 "categories; refit the encoding on these data.") from None
-        index = pc.fill_null(pc.index_in(array, value_set=value_set), -1)
+        index = pc.fill_null(pc.index_in(array, value_set=value_set, skip_nulls=False), -1)
         index = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
         known = index >= 0
         if self.handle_unknown == "error" and not known.all():
@@ -248,30 +339,47 @@ class ColumnEncoding:
         block[index[known], np.flatnonzero(known)] = 1.0
 
 
-def text_values(array, column, rows):
+def text_values(array, column, rows, *, nulls=False):
     """``(distinct, locate)`` of a chunk ``array`` of the text ``column``: its distinct values, and
     ``locate(value)``, the global row where a value first appears in the chunk (``rows``, the
-    chunk's global rows, or None). A null raises :class:`MissingValueError`."""
-    check_no_nulls(array, column, rows)
+    chunk's global rows, or None). A null raises :class:`MissingValueError`, unless ``nulls``:
+    then ``None`` is among the values when the chunk has one."""
+    if not nulls:
+        check_no_nulls(array, column, rows)
     if pa.types.is_dictionary(array.type):
         array = pc.cast(array, array.type.value_type)
     return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
 
 
-def learn_categories(batches, columns, max_categories):
-    """The categories of the text ``columns``: every value seen in ``batches``, sorted.
+def learn_encoding(batches, categorical, numeric, max_categories, missing="error"):
+    """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
-    ``batches`` yields ``(batch, rows)``: an Arrow record batch holding ``columns`` and its
-    global rows. A column of more than ``max_categories`` values raises, and so does one
-    that :class:`NumbersInText` finds to be numbers spoilt by text (past
-    ``max_categories``, a column that still looks numeric is read to the end, so that the
-    error names the text of a later chunk); a column with a distinct value on more than
-    ``IDENTIFIER_SHARE`` of the rows (and more than ``NUMBERS_IN_TEXT_MIN``) draws a
-    warning, as an identifier.
+    ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
+    (text) and ``numeric`` (numbers and booleans) columns, and its global rows.
+
+    * The categories of the text columns: every value seen, sorted (``None`` last, for a
+      null, with ``missing='encode'``). A column of more than ``max_categories`` values
+      raises, and so does one that :class:`NumbersInText` finds to be numbers spoilt by
+      text (past ``max_categories``, a column that still looks numeric is read to the
+      end, so that the error names the text of a later chunk); a column with a distinct
+      value on more than ``IDENTIFIER_SHARE`` of the rows (and more than
+      ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
+    * With ``missing='encode'``, the mean of each numeric column over its values (its fill
+      value; 0 for a column with none) and which of them have a missing value (null or
+      NaN; they get an indicator). With ``missing='error'`` the numeric columns are not
+      read, and a null in a text column raises :class:`MissingValueError`.
+
+    Returns
+    -------
+    dict
+        ``categories`` and, with ``missing='encode'``, ``missing``, ``fill_values`` and
+        ``indicators``.
     """
-    seen = {column: set() for column in columns}
-    checks = {column: NumbersInText(column) for column in columns}
+    encode = missing == "encode"
+    seen = {column: set() for column in categorical}
+    checks = {column: NumbersInText(column) for column in categorical}
     too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
+    sums = {column: [0.0, 0, 0] for column in (numeric if encode else ())}  # sum, count, missing
 
     def too_many_categories(column):
         return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
@@ -280,9 +388,9 @@ def learn_categories(batches, columns, max_categories):
     n_rows = 0
     for batch, rows in batches:
         n_rows += batch.num_rows
-        for column in columns:
-            distinct, locate = text_values(batch.column(column), column, rows)
-            checks[column].update(distinct, locate)
+        for column in categorical:
+            distinct, locate = text_values(batch.column(column), column, rows, nulls=encode)
+            checks[column].update([value for value in distinct if value is not None], locate)
             if column in too_many:
                 continue
             seen[column].update(distinct)
@@ -290,7 +398,14 @@ def learn_categories(batches, columns, max_categories):
                 if checks[column].message() is None:
                     raise too_many_categories(column)
                 too_many.append(column)
-    for column in columns:
+        for column, totals in sums.items():
+            values = pc.cast(batch.column(column), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            present = ~np.isnan(values)
+            check_finite(values[present], column, None if rows is None else rows[present])
+            totals[0] += float(values[present].sum())
+            totals[1] += int(present.sum())
+            totals[2] += int(values.shape[0] - present.sum())
+    for column in categorical:
         message = checks[column].message(PLACEHOLDER_IN_FILE)
         if message is not None:
             raise DataSourceError(f"{message}; or {LEAVE_OUT}.")
@@ -301,4 +416,10 @@ def learn_categories(batches, columns, max_categories):
             warnings.warn(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
                           f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.",
                           UserWarning, stacklevel=4)
-    return {column: sorted(values) for column, values in seen.items()}
+    learned = {"categories": {column: sorted(values, key=lambda value: (value is None, value or ""))
+                              for column, values in seen.items()}}
+    if encode:
+        learned.update(missing="encode",
+                       fill_values={column: total / count if count else 0.0 for column, (total, count, _) in sums.items()},
+                       indicators=[column for column, (_, _, absent) in sums.items() if absent])
+    return learned

@@ -110,26 +110,32 @@ def at_row(position, rows):
     return int(position if rows is None else rows[position])
 
 
-def check_finite(values, column, rows):
-    """Raise naming ``column`` and the global row of the first NaN or infinity in ``values``."""
+#: What a missing-value error advises.
+DROP_OR_ENCODE = ("drop or impute missing values before fitting, or encode them (open_table(..., missing='encode') "
+                  "in Python, --missing encode on the command line)")
+#: What a missing target value advises.
+DROP_TARGET = "drop the rows whose target is missing before fitting"
+
+
+def check_finite(values, column, rows, advice=DROP_OR_ENCODE):
+    """Raise naming ``column`` and the global row of the first NaN or infinity in ``values`` (``advice``
+    ends the message about a NaN)."""
     bad = ~np.isfinite(values)
     if bad.any():
         position = int(np.flatnonzero(bad)[0])
         if np.isnan(values[position]):
             raise MissingValueError(
-                f"column {column!r} holds NaN at row {at_row(position, rows)}; "
-                "drop or impute missing values before fitting.")
+                f"column {column!r} holds NaN at row {at_row(position, rows)}; {advice}.")
         raise DataSourceError(f"column {column!r} holds {values[position]} at row "
                               f"{at_row(position, rows)}; the estimators need finite values.")
 
 
-def check_no_nulls(array, column, rows):
-    """Raise naming ``column`` and the global row of the first null of an Arrow array."""
+def check_no_nulls(array, column, rows, advice=DROP_OR_ENCODE):
+    """Raise naming ``column`` and the global row of the first null of an Arrow array; ``advice`` ends the message."""
     if array.null_count:
         position = int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
         raise MissingValueError(
-            f"column {column!r} holds a missing value (null) at row {at_row(position, rows)}; "
-            "drop or impute missing values before fitting.")
+            f"column {column!r} holds a missing value (null) at row {at_row(position, rows)}; {advice}.")
 
 
 #: A text column of more distinct numbers than this, with at least nine numbers for each other

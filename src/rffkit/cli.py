@@ -62,6 +62,11 @@ models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge
   Text columns are one-hot encoded; relevances are reported per original column, the
   shares of its one-hot columns combined by their norm (their weight in the kernel's
   distance; a sum would grow with the number of levels, noise or not).
+missing values: --missing encode (the default) makes a null (an empty field, NA, NaN...) in
+  a text column a category of its own, and fills one in a numeric column with the
+  column's mean, beside a 0/1 column that marks those rows (part of the column's
+  relevance); rffkit predict treats new data the same way. --missing error refuses them,
+  naming the column and row. A missing target is an error: drop those rows.
 hold-out: the rows whose row-number hash (seed --random-state) falls below --test-size are
   held out and scored (R^2 and RMSE, or accuracy and log-loss); the saved model is the one
   fitted on the other rows, and rffkit info shows its held-out score.
@@ -97,6 +102,8 @@ def build_parser():
     fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                      help="an estimator parameter, nested ones too (features__n_components=2000); "
                           "repeat for more; values are Python literals or text")
+    fit.add_argument("--missing", choices=["encode", "error"], default="encode",
+                     help="what to do with missing values in the feature columns (default encode)")
     fit.add_argument("--test-size", type=float, default=0.2, metavar="F",
                      help="share of the rows held out for the score (default 0.2; 0: none)")
     fit.add_argument("--random-state", type=int, default=0, metavar="N",

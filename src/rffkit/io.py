@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._array_source import ArraySource
-from ._encoding import LEAVE_OUT, ColumnEncoding, column_kind, learn_categories, text_values
+from ._encoding import LEAVE_OUT, ColumnEncoding, column_kind, learn_encoding, text_values
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
+    DROP_TARGET,
     PLACEHOLDER_IN_FILE,
     Chunk,
     ColumnNotFoundError,
@@ -143,8 +144,10 @@ class TableSource:
         """Raise naming the text in a text ``column`` that the encoding reads as numbers, when
         most of its values are numbers (new data whose numbers a placeholder made text)."""
         check = NumbersInText(column)
+        nulls = self.encoding.missing == "encode"
         for batch, rows in self._raw_batches([column], self.chunk_rows, 0, 1):
-            check.update(*text_values(batch.column(column), column, rows))
+            distinct, locate = text_values(batch.column(column), column, rows, nulls=nulls)
+            check.update([value for value in distinct if value is not None], locate)
         if check.others and len(check.numbers) >= len(check.others):
             raise DataSourceError(
                 f"feature column {column!r} holds text where the encoding expects numbers: {check.quoted()}"
@@ -199,16 +202,17 @@ class TableSource:
         """
         return TableSource(self._layout, self.target, self.encoding, chunk_rows=self.chunk_rows, dtype=dtype)
 
-    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore"):
+    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error"):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
-        Reads only the string and categorical columns; their categories are every value
-        seen, sorted (:func:`rffkit._encoding.learn_categories`). A text column of more than
-        20 distinct numbers and at least nine of them for each other value is refused
-        (:class:`DataSourceError` naming the other values and their first rows): a numeric
-        column that a placeholder such as ``'?'`` made text, whose one-hot encoding would
-        give each number a column. A column with a distinct value on more than half of the
-        rows (and more than 20 of them) draws a warning: an identifier, most likely.
+        Reads the string and categorical columns (and, with ``missing='encode'``, the
+        numeric ones; :func:`rffkit._encoding.learn_encoding`). The categories are every
+        value seen, sorted. A text column of more than 20 distinct numbers and at least
+        nine of them for each other value is refused (:class:`DataSourceError` naming the
+        other values and their first rows): a numeric column that a placeholder such as
+        ``'?'`` made text, whose one-hot encoding would give each number a column. A column
+        with a distinct value on more than half of the rows (and more than 20 of them)
+        draws a warning: an identifier, most likely.
 
         Parameters
         ----------
@@ -217,6 +221,12 @@ class TableSource:
             (an identifier, most likely, to leave out with ``features=``).
         handle_unknown : {'ignore', 'error'}, default='ignore'
             See :class:`ColumnEncoding`.
+        missing : {'error', 'encode'}, default='error'
+            'error': a missing value (null, or NaN in a numeric column) raises
+            :class:`MissingValueError` naming its column and row. 'encode': a null in a text
+            column becomes a category of its own; a numeric column is filled with its mean
+            where a value is missing, and one that has a missing value gets a 0/1 indicator
+            column (see :class:`ColumnEncoding`).
 
         Returns
         -------
@@ -224,10 +234,15 @@ class TableSource:
             Over ``self.encoding.columns``, in that order, one-hot encoding each string or
             categorical column.
         """
-        categorical = [name for name in self.encoding.columns if self._kinds[name] == "categorical"]
-        batches = self._raw_batches(categorical, self.chunk_rows, 0, 1) if categorical else ()
-        categories = learn_categories(batches, categorical, max_categories)
-        return ColumnEncoding(self.encoding.columns, categories, handle_unknown)
+        if missing not in ("error", "encode"):
+            raise ValueError(f"fit_encoding: missing must be 'error' or 'encode'; got {short(missing)}.")
+        columns = self.encoding.columns
+        categorical = [name for name in columns if self._kinds[name] == "categorical"]
+        numeric = [name for name in columns if self._kinds[name] != "categorical"] if missing == "encode" else []
+        read = categorical + numeric
+        batches = self._raw_batches(read, self.chunk_rows, 0, 1) if read else ()
+        learned = learn_encoding(batches, categorical, numeric, max_categories, missing)
+        return ColumnEncoding(columns, handle_unknown=handle_unknown, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
         """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.
@@ -265,7 +280,7 @@ class TableSource:
         if self.target is None:
             return None
         array = batch.column(self.target)
-        check_no_nulls(array, self.target, rows)
+        check_no_nulls(array, self.target, rows, DROP_TARGET)
         if pa.types.is_dictionary(array.type):
             array = pc.cast(array, array.type.value_type)
         kind = column_kind(array.type)
@@ -275,7 +290,7 @@ class TableSource:
             dtype = np.int64 if kind == "integer" else bool
             return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
         values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-        check_finite(values, self.target, rows)
+        check_finite(values, self.target, rows, DROP_TARGET)
         return values
 
     def _column_types(self):
@@ -294,7 +309,7 @@ class TableSource:
 
 
 def open_table(paths, target=None, *, features=None, format=None,
-               chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto"):
+               chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error"):
     """Open Parquet or CSV files as one streamed table.
 
     Parameters
@@ -317,8 +332,15 @@ def open_table(paths, target=None, *, features=None, format=None,
     encoding : 'auto' or ColumnEncoding, default='auto'
         'auto' passes numbers and booleans through and, when some feature is a string or
         categorical column, learns a one-hot encoding in one streamed pass
-        (:meth:`TableSource.fit_encoding` with its defaults). Pass the encoding of the
-        training data when opening test data, so both get the same columns.
+        (:meth:`TableSource.fit_encoding` with its defaults and ``missing``). Pass the
+        encoding of the training data when opening test data, so both get the same columns
+        and the same treatment of missing values.
+    missing : {'error', 'encode'}, default='error'
+        With ``encoding='auto'``: 'error' makes a missing value (null, or NaN in a numeric
+        column) an error naming its column and row; 'encode' makes it an input (a category
+        of its own in a text column; in a numeric column the column's mean, and a 0/1
+        indicator column beside it), learned in one streamed pass over every feature column
+        (:meth:`TableSource.fit_encoding`). A given encoding carries its own.
 
     Returns
     -------
@@ -370,6 +392,8 @@ def open_table(paths, target=None, *, features=None, format=None,
     elif encoding != "auto":
         raise ValueError("open_table: encoding must be 'auto' or a ColumnEncoding; "
                          f"got {short(encoding)}.")
+    if missing not in ("error", "encode"):
+        raise ValueError(f"open_table: missing must be 'error' or 'encode'; got {short(missing)}.")
     if features is None:
         features = [name for name in available
                     if name != target and not re.fullmatch(r"__index_level_\d+__", name)]
@@ -381,11 +405,11 @@ def open_table(paths, target=None, *, features=None, format=None,
                     "features=[...] to use only common columns.")
     else:
         features = [features] if isinstance(features, str) else list(features)
-        missing = [name for name in features if name not in available]
-        if missing:
+        absent = [name for name in features if name not in available]
+        if absent:
             raise ColumnNotFoundError(
-                f"feature column{'s' if len(missing) > 1 else ''} {listing(missing)} "
-                f"{'are' if len(missing) > 1 else 'is'} not in {files[0]!r}; its columns are "
+                f"feature column{'s' if len(absent) > 1 else ''} {listing(absent)} "
+                f"{'are' if len(absent) > 1 else 'is'} not in {files[0]!r}; its columns are "
                 f"{listing(available)}.")
         if len(set(features)) != len(features):
             raise ValueError(f"open_table: features lists a column twice: {listing(features)}.")
@@ -403,8 +427,8 @@ def open_table(paths, target=None, *, features=None, format=None,
     source = TableSource(layout, target, first, chunk_rows=chunk_rows, dtype=dtype)
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(files)} file(s), first {files[0]!r}).")
-    if categorical and not given:
-        source = source.with_encoding(source.fit_encoding())
+    if (categorical or missing == "encode") and not given:
+        source = source.with_encoding(source.fit_encoding(missing=missing))
     return source
 
 

@@ -1,0 +1,190 @@
+"""Missing values in files: ColumnEncoding(missing='encode'), what open_table learns, the command line."""
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+
+import rffkit
+from rffkit import cli
+from rffkit._cli_support import column_relevances
+from rffkit.io import (
+    ColumnEncoding, DataSourceError, MissingValueError, UnknownCategoryError, open_table,
+)
+
+
+def _frame(n=240, seed=0):
+    """A table with holes: x (numbers, 10% missing), flag (booleans, some missing), z (complete),
+    colour (text, some missing), y depending on x, colour and on whether x is missing."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 2, n)
+    colour = rng.choice(["blue", "green", "red"], n).astype(object)
+    flag = rng.random(n) < 0.5
+    x_missing = rng.random(n) < 0.1
+    y = np.sin(2 * np.where(x_missing, 0.0, x)) + 1.5 * (colour == "red") + 2.0 * x_missing
+    colour[rng.random(n) < 0.08] = None
+    frame = pd.DataFrame({"x": np.where(x_missing, np.nan, x), "flag": pd.array(flag, dtype="boolean"),
+                          "z": rng.normal(size=n), "colour": colour, "y": y + 0.05 * rng.normal(size=n)})
+    frame.loc[rng.random(n) < 0.05, "flag"] = pd.NA
+    return frame
+
+
+def _reference(frame, columns):
+    """The encoding by hand: mean and indicator for a numeric column with holes, a (missing)
+    level last for a text one; the order of ``columns``."""
+    blocks = []
+    for column in columns:
+        values = frame[column]
+        if values.dtype == object:
+            levels = sorted(v for v in values.dropna().unique())
+            blocks += [(values == level).to_numpy(float) for level in levels]
+            if values.isna().any():
+                blocks.append(values.isna().to_numpy(float))
+        else:
+            numbers = values.astype("float64")
+            blocks.append(numbers.fillna(numbers.mean()).to_numpy())
+            if numbers.isna().any():
+                blocks.append(numbers.isna().to_numpy(float))
+    return np.column_stack(blocks)
+
+
+@pytest.fixture
+def holes_csv(tmp_path):
+    path = tmp_path / "holes.csv"
+    _frame().to_csv(path, index=False)
+    return path
+
+
+def test_encode_fills_means_indicates_and_gives_nulls_a_category(holes_csv):
+    columns = ["x", "flag", "z", "colour"]
+    frame = pd.read_csv(holes_csv)
+    frame["colour"] = frame["colour"].astype(object).where(frame["colour"].notna(), None)
+    # chunks of 37 rows: the learned means and categories cannot depend on the chunking
+    source = open_table(holes_csv, target="y", features=columns, missing="encode", chunk_rows=37)
+    encoding = source.encoding
+    assert encoding.missing == "encode" and encoding.indicators == ("x", "flag")
+    assert encoding.categories == {"colour": ("blue", "green", "red", None)}
+    assert encoding.fill_values["x"] == pytest.approx(frame["x"].mean(), rel=1e-12)
+    assert encoding.fill_values["z"] == pytest.approx(frame["z"].mean(), rel=1e-12)
+    assert encoding.fill_values["flag"] == pytest.approx(frame["flag"].astype(float).mean(), rel=1e-12)
+    assert source.feature_names == ["x", "x=(missing)", "flag", "flag=(missing)", "z", "colour=blue",
+                                    "colour=green", "colour=red", "colour=(missing)"]
+    assert encoding.groups == ["x", "x", "flag", "flag", "z", "colour", "colour", "colour", "colour"]
+    X = np.concatenate([chunk.X for chunk in source.iter_chunks()])
+    np.testing.assert_allclose(X, _reference(frame.assign(flag=frame["flag"].astype("float64")), columns),
+                               rtol=0, atol=1e-12)
+
+
+def test_the_default_refuses_missing_values_with_the_way_out(holes_csv):
+    with pytest.raises(MissingValueError, match=r"column 'x' holds a missing value \(null\) at row \d+; drop or "
+                       r"impute .* missing='encode'.* --missing encode"):
+        next(open_table(holes_csv, target="y", features=["x", "z"]).iter_chunks())
+    with pytest.raises(MissingValueError, match=r"column 'colour' holds a missing value"):
+        open_table(holes_csv, target="y", features=["colour"])
+
+
+def test_a_missing_target_is_an_error_that_says_to_drop_its_rows(tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [1.0, None, 2.0]}).to_csv(path, index=False)
+    source = open_table(path, target="y", missing="encode")
+    with pytest.raises(MissingValueError, match=r"column 'y' holds .* at row 1; drop the rows whose target is missing"):
+        list(source.iter_chunks())
+
+
+def test_parquet_nan_is_missing_and_infinity_still_an_error(tmp_path):
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"a": pa.array([1.0, np.nan, 3.0, None], from_pandas=False),
+                             "y": [0.0, 1.0, 2.0, 3.0]}), path)
+    source = open_table(path, target="y", missing="encode")
+    assert source.encoding.fill_values == {"a": 2.0} and source.encoding.indicators == ("a",)
+    np.testing.assert_array_equal(next(source.iter_chunks()).X, [[1, 0], [2, 1], [3, 0], [2, 1]])
+    pq.write_table(pa.table({"a": [1.0, np.inf, None], "y": [0.0, 1.0, 2.0]}), path)
+    with pytest.raises(DataSourceError, match=r"column 'a' holds inf at row 1; the estimators need finite"):
+        open_table(path, target="y", missing="encode")
+
+
+def test_new_data_with_holes_the_training_data_did_not_have():
+    encoding = ColumnEncoding(["a", "b", "c"], {"c": ["u", "v"]}, missing="encode",
+                              fill_values={"a": 0.5, "b": -1.0}, indicators=["a"])
+    table = {"a": [None, 2.0], "b": [None, 4.0], "c": [None, "v"]}
+    # b: filled with its mean, no indicator (it had no hole in training); c: an unknown category
+    np.testing.assert_array_equal(encoding.transform(table), [[0.5, 1, -1.0, 0, 0], [2.0, 0, 4.0, 0, 1]])
+    strict = ColumnEncoding(["c"], {"c": ["u", "v"]}, handle_unknown="error", missing="encode")
+    with pytest.raises(UnknownCategoryError, match=r"column 'c' holds a missing value at row 7, which the "
+                       "encoding's categories do not include"):
+        strict.transform({"c": ["u", None]}, rows=np.array([6, 7]))
+    bare = ColumnEncoding(["a"], missing="encode")
+    with pytest.raises(MissingValueError, match=r"column 'a' holds a missing value at row 1 and the encoding has "
+                       "no value to fill in"):
+        bare.transform({"a": [1.0, None]})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"missing": "drop"}, "missing must be 'error' or 'encode'"),
+    ({"fill_values": {"a": 1.0}}, "need missing='encode'"),
+    ({"categories": {"c": ["u", None]}}, "need missing='encode'"),
+    ({"missing": "encode", "fill_values": {"c": 1.0}}, "not among the numeric columns"),
+    ({"missing": "encode", "fill_values": {"a": np.nan}}, "must be finite"),
+    ({"missing": "encode", "fill_values": {"a": 1.0}, "indicators": ["b"]}, "indicators must be distinct columns"),
+])
+def test_encoding_parameters_are_checked(kwargs, message):
+    arguments = {"columns": ["a", "b", "c"], "categories": {"c": ["u"]}, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        ColumnEncoding(**arguments)
+
+
+def test_to_dict_round_trip_and_older_descriptions(holes_csv):
+    encoding = open_table(holes_csv, target="y", missing="encode").encoding
+    description = encoding.to_dict()
+    assert description["categories"]["colour"][-1] is None and description["indicators"] == ["x", "flag"]
+    assert ColumnEncoding.from_dict(description) == encoding
+    plain = {"columns": ["a", "c"], "categories": {"c": ["u"]}, "handle_unknown": "ignore"}
+    assert ColumnEncoding.from_dict(plain).missing == "error"
+    assert ColumnEncoding.from_dict(plain).to_dict() == plain  # files without missing values are unchanged
+
+
+def _run(capsys, *argv):
+    status = cli.main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    return out
+
+
+def test_command_line_encodes_missing_values_by_default(holes_csv, tmp_path, capsys):
+    model = tmp_path / "m.rffkit"
+    out = _run(capsys, "fit", holes_csv, "--target", "y", "--output", model)
+    assert "missing values: encoded in x, flag, colour" in out
+    bundle = rffkit.load(model)
+    assert bundle["version"] == 2 and bundle["encoding"]["missing"] == "encode"
+    assert bundle["meta"]["missing_encoded"] == ["colour", "x", "flag"]
+    relevances = column_relevances(bundle["estimator"], ColumnEncoding.from_dict(bundle["encoding"]).groups)
+    assert sorted(relevances) == ["colour", "flag", "x", "z"]  # each indicator counts with its column
+    assert bundle["meta"]["relevances"] == relevances and list(relevances)[:2] in (["x", "colour"], ["colour", "x"])
+    # new rows with holes where training had none (z) and a category never seen: predictions, no error
+    new = _frame(n=30, seed=1).drop(columns="y")
+    new.loc[3, "z"] = np.nan
+    new.loc[4, "colour"] = "purple"
+    new.to_csv(tmp_path / "new.csv", index=False)
+    _run(capsys, "predict", model, tmp_path / "new.csv", "--output", tmp_path / "p.csv")
+    predictions = pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy()
+    assert predictions.shape == (30,) and np.isfinite(predictions).all()
+
+
+def test_command_line_missing_error_and_files_without_holes(holes_csv, tmp_path, capsys):
+    assert cli.main(["fit", str(holes_csv), "--target", "y", "--missing", "error",
+                     "--output", str(tmp_path / "m.rffkit")]) != 0
+    err = capsys.readouterr().err
+    assert "holds a missing value (null)" in err and "--missing encode" in err and "Traceback" not in err
+    complete = tmp_path / "complete.csv"
+    _frame().dropna().to_csv(complete, index=False)
+    out = _run(capsys, "fit", complete, "--target", "y", "--model", "ridge", "--output", tmp_path / "c.rffkit")
+    assert "missing values" not in out
+    bundle = rffkit.load(tmp_path / "c.rffkit")
+    # no indicator, but the means are kept: holes in new data are filled in
+    assert bundle["version"] == 2 and bundle["encoding"]["indicators"] == [] and bundle["meta"]["missing_encoded"] == []
+    _run(capsys, "fit", complete, "--target", "y", "--model", "ridge", "--missing", "error",
+         "--output", tmp_path / "e.rffkit")
+    bundle = rffkit.load(tmp_path / "e.rffkit")
+    assert bundle["version"] == 1 and "missing" not in bundle["encoding"]  # readable by rffkit before version 2
