@@ -143,3 +143,22 @@ def test_a_warning_raised_from_two_places_is_printed_once(monkeypatch, capsys):
     capsys.readouterr()
     assert cli.main(["info", "model.rffkit"]) == 0
     assert capsys.readouterr().err == "rffkit: warning: the same thing\nrffkit: warning: another thing\n"
+
+
+def test_under_torchrun_only_rank_0_prints_warnings(monkeypatch, capsys):
+    """Every process of a torchrun job reads the same files: their warnings are printed once, by rank 0."""
+    import warnings
+
+    def command(args):
+        warnings.simplefilter("default")
+        warnings.warn("column 'name' has 400 distinct values in 400 rows: an identifier?", UserWarning)
+        return 0
+
+    monkeypatch.setattr(_cli_commands, "info_command", command)
+    capsys.readouterr()
+    monkeypatch.setenv("RANK", "1")
+    assert cli.main(["info", "model.rffkit"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("RANK", "0")
+    assert cli.main(["info", "model.rffkit"]) == 0
+    assert capsys.readouterr().err.startswith("rffkit: warning: column 'name'")

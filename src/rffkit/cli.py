@@ -163,14 +163,16 @@ def build_parser():
     return parser
 
 
-def _warning_printer():
+def _warning_printer(rank="0"):
     """A ``warnings.showwarning`` that prints each message once, as one line (scikit-learn
-    raises some, such as its warning on a target of many classes, from two places of a fit)."""
+    raises some, such as its warning on a target of many classes, from two places of a fit),
+    and only on rank 0 of a torchrun job: every process reads the same files and would print
+    the same warnings about them."""
     shown = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
         text = one_line(message)
-        if text not in shown:
+        if rank == "0" and text not in shown:
             shown.add(text)
             print(f"rffkit: warning: {text}", file=sys.stderr)
 
@@ -188,7 +190,7 @@ def main(argv=None):
     rank = os.environ.get("RANK", "0")
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _warning_printer()
+            warnings.showwarning = _warning_printer(rank)
             args = build_parser().parse_args(argv)
             args.argv = argv
             from . import _cli_commands  # torch and scikit-learn: only once a command runs
