@@ -420,6 +420,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                               for column, values in seen.items()}}
     if encode:
         learned.update(missing="encode",
-                       fill_values={column: total / count if count else 0.0 for column, (total, count, _) in sums.items()},
+                       fill_values={column: total / count if count else 0.0
+                                    for column, (total, count, _) in sums.items()},
                        indicators=[column for column, (_, _, absent) in sums.items() if absent])
     return learned

@@ -19,6 +19,7 @@ import numbers
 
 import numpy as np
 import psutil
+import scipy.sparse as sp
 
 from .exceptions import InsufficientMemoryError
 
@@ -166,6 +167,8 @@ _FIT_ESTIMATES = {
     "SRFFRegressor": _srff_fit,
     "BaseRFFNet": _rffnet_fit,
 }
+#: Estimators that turn a sparse X into a dense array (:func:`rffkit._validation.check_input`, ``densify``).
+_DENSIFY_SPARSE = {"BaseRFFNet", "SRFFRegressor"}
 #: Estimators whose fit streams a memory map instead of loading it.
 _STREAMS_MEMORY_MAPS = {"RFFRidge", "RFFNetRegressor"}
 _TRANSFORM_ESTIMATES = {
@@ -195,17 +198,26 @@ def estimate_peak_bytes(estimator, X, method="fit"):
     if shape is None:
         return None
     table = _FIT_ESTIMATES if method == "fit" else _TRANSFORM_ESTIMATES
-    for klass in type(estimator).__mro__:
-        if isinstance(X, np.memmap) and klass.__name__ in _STREAMS_MEMORY_MAPS and _streams(estimator, X):
+    names = [klass.__name__ for klass in type(estimator).__mro__]
+    found = None
+    for name in names:
+        if isinstance(X, np.memmap) and name in _STREAMS_MEMORY_MAPS and _streams(estimator, X):
             return None  # read chunk by chunk, checked against its memory budget
-        if klass.__name__ in table:
-            estimate = table[klass.__name__]
+        if name in table:
+            estimate = table[name]
             try:
-                return None if estimate is None else estimate(estimator, *shape, _itemsize(X))
+                found = None if estimate is None else estimate(estimator, *shape, _itemsize(X))
             except (TypeError, ValueError, AttributeError, OverflowError):
                 # parameters the validation that follows will refuse with its own message
                 return None
-    return None
+            break
+    if sp.issparse(X) and _DENSIFY_SPARSE.intersection(names):
+        dense = 8.0 * shape[0] * shape[1]
+        what = f"a dense copy of the sparse {shape[0]:,} x {shape[1]} X"
+        remedy = ("give fewer columns (OneHotEncoder(max_categories=...)), or use RFFRidge or RFFClassifier, "
+                  "which fit sparse X")
+        found = (dense, what, remedy) if found is None else (found[0] + dense, f"{found[1]} and {what}", found[2])
+    return found
 
 
 def _gib(value):

@@ -431,6 +431,11 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
                 )
         return solver
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified by the input check: the kernel's inputs are dense
+        return tags
+
     def _standardise(self, X):
         return (X - self._x_mean) / self._x_scale
 

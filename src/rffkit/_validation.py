@@ -14,6 +14,7 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import is_classifier, is_regressor
 from sklearn.pipeline import Pipeline
@@ -290,8 +291,12 @@ def final_estimator(model):
     return model.steps[-1][1] if isinstance(model, Pipeline) else model
 
 
-def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):
+def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, **check_params):
     """scikit-learn's ``validate_data`` with rffkit's rules; returns what it returns.
+
+    With ``densify`` a SciPy sparse ``X`` (a ``OneHotEncoder``'s default output) is accepted
+    and returned as a dense array, for estimators whose computations need one (the memory
+    check, :func:`rffkit._memory.check_memory`, counts the dense copy).
 
     On top of ``validate_data``: a column of strings is an error naming it (and the
     encoders that fix it); a regressor's non-numeric ``y`` is an error naming ``y``;
@@ -309,10 +314,15 @@ def check_input(estimator, X, y="no_validation", *, reset=True, **check_params):
         check_params.setdefault("ensure_min_samples", MIN_FIT_SAMPLES)
         if is_regressor(estimator):
             y = _numeric_target(owner, y)
+    if densify:
+        check_params.setdefault("accept_sparse", ("csr", "csc", "coo"))
     # validate_data's finiteness test sums X, which warns on inf - inf before its own error
     with np.printoptions(threshold=_MESSAGE_VALUES, edgeitems=3), np.errstate(over="ignore", invalid="ignore"):
         validated = validate_data(estimator, X, y, reset=reset, **check_params)
     X_checked, y_checked = validated if supervised else (validated, None)
+    if densify and sp.issparse(X_checked):
+        X_checked = X_checked.toarray(order="C")  # a CSC matrix's natural order is Fortran's
+        validated = (X_checked, y_checked) if supervised else X_checked
     _check_magnitude(owner, "X", X_checked)
     if supervised:
         if is_regressor(estimator):
@@ -435,10 +445,17 @@ def torch_generator(seed, device="cpu"):
 
 
 def as_tensor(array, *, dtype, device):
-    """Convert a NumPy array (or tensor) into a contiguous tensor on ``device``."""
+    """Convert a NumPy array (or tensor) into a contiguous tensor on ``device``.
+
+    A read-only array (pandas' copy-on-write hands them out, as does a memory map opened
+    for reading) is copied: a tensor sharing its memory could be written to.
+    """
     if isinstance(array, torch.Tensor):
         return array.to(device=device, dtype=dtype)
-    return torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=device)
+    array = np.ascontiguousarray(array)
+    if not array.flags.writeable:
+        array = array.copy()
+    return torch.as_tensor(array, dtype=dtype, device=device)
 
 
 def to_numpy(tensor):

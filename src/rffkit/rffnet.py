@@ -94,8 +94,8 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-            Training inputs (standardised internally). A source or a memory map is
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            Training inputs (standardised internally; a sparse matrix is made dense). A source or a memory map is
             streamed (split over the ranks of an initialised process group): 'varpro'
             searches the relevances on a hashed sample of the rows and fits the head on
             every row from its ridge statistics (:mod:`rffkit._rffnet_stream`); 'adam'
@@ -111,7 +111,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         """
         if is_stream(X):
             return fit_adam_stream(self, X, y) if runs_adam(self) else fit_stream(self, X, y)
-        X, y = check_input(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = check_input(self, X, y, dtype=np.float64, y_numeric=True, densify=True)
         self.__dict__.pop("n_rows_seen_", None)
         return self._fit(X, y)
 
@@ -121,7 +121,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
             A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
@@ -131,7 +131,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         check_is_fitted(self)
         if is_stream(X):
             return predict_stream(self, X)
-        X = check_input(self, X, dtype=np.float64, reset=False)
+        X = check_input(self, X, dtype=np.float64, reset=False, densify=True)
         return self._predict_rows(X)
 
     def _predict_rows(self, X):
@@ -144,7 +144,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
         y : array-like of shape (n_samples,), default=None
             None when ``X`` is a source with a target.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -255,8 +255,8 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-            A source or a memory map is streamed (split over the ranks of an initialised
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A sparse matrix is made dense. A source or a memory map is streamed (split over the ranks of an initialised
             process group): 'varpro' searches the relevances on a hashed sample of the
             rows and fits the logistic head on every row by L-BFGS, one pass per
             evaluation (:mod:`rffkit._classifier_stream`); 'adam' reads mini-batches from
@@ -271,7 +271,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         """
         if is_stream(X):
             return fit_adam_stream(self, X, y) if runs_adam(self) else fit_rffnet_classifier_stream(self, X, y)
-        X, y = check_input(self, X, y, dtype=np.float64)
+        X, y = check_input(self, X, y, dtype=np.float64, densify=True)
         self.__dict__.pop("n_rows_seen_", None)
         return self._fit(X, y)
 
@@ -281,7 +281,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
             A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
@@ -292,7 +292,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         check_is_fitted(self)
         if is_stream(X):
             return per_chunk(self, X, self._decision_rows)
-        return self._decision_rows(check_input(self, X, dtype=np.float64, reset=False))
+        return self._decision_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
 
     def _decision_rows(self, X):
         logits = self._forward(X)
@@ -304,7 +304,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
             A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
@@ -315,7 +315,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         check_is_fitted(self)
         if is_stream(X):
             return per_chunk(self, X, self._proba_rows)
-        return self._proba_rows(check_input(self, X, dtype=np.float64, reset=False))
+        return self._proba_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
 
     def _proba_rows(self, X):
         logits = self._forward(X)
@@ -329,7 +329,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
             A source or a memory map is read chunk by chunk, every row whatever the rank.
 
         Returns
@@ -339,7 +339,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         check_is_fitted(self)
         if is_stream(X):
             return per_chunk(self, X, self._predict_labels)
-        return self._predict_labels(check_input(self, X, dtype=np.float64, reset=False))
+        return self._predict_labels(check_input(self, X, dtype=np.float64, reset=False, densify=True))
 
     def _predict_labels(self, X):
         """Labels for validated raw float64 rows."""

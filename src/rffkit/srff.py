@@ -291,8 +291,8 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs; float32 is computed in float32, anything else in float64.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs (a sparse matrix is made dense); float32 is computed in float32, anything else in float64.
         y : array-like of shape (n_samples,)
             Targets.
 
@@ -302,7 +302,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         name = type(self).__name__
-        X, y = check_input(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = check_input(self, X, y, dtype=[np.float64, np.float32], y_numeric=True, densify=True)
         explicit = self._explicit_alphas()
         device = resolve_device(self.device, owner=name)
         n_samples, n_features = X.shape
@@ -381,7 +381,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -389,7 +389,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,), in the dtype of ``X`` (float32 or float64)
         """
         check_is_fitted(self)
-        X = check_input(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, dtype=[np.float64, np.float32], reset=False, densify=True)
         dtype = torch_dtype_for(X)
         device = inference_device(self._device)
         tensor = lambda array: as_tensor(np.asarray(array, dtype=X.dtype), dtype=dtype, device=device)  # noqa: E731
@@ -398,3 +398,8 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             tensor(standardised), tensor(self.gamma_), tensor(self.random_weights_), tensor(self.random_offset_)
         )
         return to_numpy(features @ tensor(self.coef_) + tensor(self.intercept_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified by the input check
+        return tags
