@@ -158,7 +158,7 @@ def test_command_line_encodes_missing_values_by_default(holes_csv, tmp_path, cap
     assert "missing values: encoded in x, flag, colour" in out
     bundle = rffkit.load(model)
     assert bundle["version"] == 2 and bundle["encoding"]["missing"] == "encode"
-    assert bundle["meta"]["missing_encoded"] == ["colour", "x", "flag"]
+    assert bundle["meta"]["missing_encoded"] == ["x", "flag", "colour"]
     relevances = column_relevances(bundle["estimator"], ColumnEncoding.from_dict(bundle["encoding"]).groups)
     assert sorted(relevances) == ["colour", "flag", "x", "z"]  # each indicator counts with its column
     assert bundle["meta"]["relevances"] == relevances and list(relevances)[:2] in (["x", "colour"], ["colour", "x"])
@@ -188,3 +188,43 @@ def test_command_line_missing_error_and_files_without_holes(holes_csv, tmp_path,
          "--output", tmp_path / "e.rffkit")
     bundle = rffkit.load(tmp_path / "e.rffkit")
     assert bundle["version"] == 1 and "missing" not in bundle["encoding"]  # readable by rffkit before version 2
+
+
+def test_rows_without_a_target_can_be_left_out(tmp_path):
+    path = tmp_path / "t.parquet"
+    y = [1.0, None, 2.0, np.nan, 3.0, 4.0, None]
+    pq.write_table(pa.table({"x": [float(k) for k in range(7)], "y": pa.array(y, from_pandas=False)}), path,
+                   row_group_size=2)
+    source = open_table(path, target="y", drop_missing_target=True, chunk_rows=2)
+    assert (source.n_rows, source.n_dropped) == (4, 3)
+    chunks = list(source.iter_chunks())
+    assert np.concatenate([c.rows for c in chunks]).tolist() == [0, 2, 4, 5]  # global rows kept
+    assert np.concatenate([c.y for c in chunks]).tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert np.concatenate([c.X for c in chunks])[:, 0].tolist() == [0.0, 2.0, 4.0, 5.0]
+    for derived in (source.with_dtype(np.float32), source.with_encoding(source.encoding)):
+        assert derived.drop_missing_target and derived.n_rows == 4
+    # the two ranks of a distributed read share the kept rows
+    shares = [np.concatenate([c.rows for c in source.iter_chunks(rank=r, world_size=2)]) for r in (0, 1)]
+    assert sorted(np.concatenate(shares).tolist()) == [0, 2, 4, 5]
+    from rffkit._cli_support import RowSplit
+    for held_out in (False, True):
+        split = RowSplit(source, 0.5, 0, held_out=held_out)
+        assert split.n_rows == sum(c.X.shape[0] for c in split.iter_chunks())
+    assert open_table(path, target="y").n_rows == 7
+
+
+def test_command_line_leaves_out_rows_without_a_target(tmp_path, capsys):
+    frame = _frame()
+    frame.loc[[3, 50, 51], "y"] = np.nan
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    out = _run(capsys, "fit", path, "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+    assert "left out: 3 rows whose target is missing" in out and "237 rows" in out
+    assert rffkit.load(tmp_path / "m.rffkit")["meta"]["n_rows_dropped"] == 3
+    assert cli.main(["fit", str(path), "--target", "y", "--features", "z", "--missing", "error",
+                     "--output", str(tmp_path / "e.rffkit")]) == 2
+    assert "drop the rows whose target is missing" in capsys.readouterr().err
+    frame["y"] = np.nan
+    frame.to_csv(path, index=False)
+    assert cli.main(["fit", str(path), "--target", "y", "--output", str(tmp_path / "e.rffkit")]) == 2
+    assert "every row's target 'y' is missing" in capsys.readouterr().err

@@ -160,8 +160,10 @@ def fit_command(args):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         source = open_table(args.data, target=args.target, features=args.features, dtype=dtype,
-                            missing=args.missing)
+                            missing=args.missing, drop_missing_target=args.missing == "encode")
         kind, values, n_rows, numbers_in_text = summarise_target(source)
+        if n_rows == 0:
+            raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
         task, why = choose_task(args.task, kind, values, numbers_in_text)
         if (args.model, task) not in estimators():
             raise CommandLineError(f"--model {args.model} fits regression only and the task is "

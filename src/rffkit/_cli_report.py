@@ -74,14 +74,20 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     plural = "s" if len(files) > 1 else ""
     report.line(f"data: {len(files)} {source.format.upper()} file{plural} ({shown}), {n_rows} rows, "
                 f"{len(source.encoding.columns)} columns, target {args.target!r}")
+    dropped = source.n_dropped
+    report.data.update(n_rows_dropped=dropped)
+    if dropped:
+        report.line(f"left out: {dropped} row{'s' if dropped > 1 else ''} whose target is missing "
+                    "(--missing error refuses them instead)")
     if source.encoding.categories:
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
                     f"({source.n_features} model inputs in all)")
     encoding = source.encoding
-    filled = [column for column, values in encoding.categories.items() if None in values] + list(encoding.indicators)
+    filled = [column for column in encoding.columns
+              if column in encoding.indicators or None in encoding.categories.get(column, ())]
     report.data.update(missing_encoded=filled)
     if filled:
-        report.line(f"missing values: encoded in {', '.join(sorted(filled, key=list(encoding.columns).index))} "
+        report.line(f"missing values: encoded in {', '.join(filled)} "
                     "(a (missing) category in a text column; in a numeric one the column's mean and a 0/1 "
                     "column that marks the rows)")
     report.line(f"task: {task} ({why})")

@@ -196,9 +196,13 @@ class RowSplit(TableSource):
     def n_rows(self):
         if self._subset_rows is None:
             test_size, seed, held_out = self._split
-            total, count = super().n_rows, 0
-            for start in range(0, total, 1 << 20):
-                rows = np.arange(start, min(start + (1 << 20), total))
+            count = 0
+            if self.drop_missing_target:  # the rows with a target, read from the target column
+                blocks = (chunk.rows for chunk in TableSource.with_encoding(self, ColumnEncoding([])).iter_chunks())
+            else:
+                total = super().n_rows
+                blocks = (np.arange(start, min(start + (1 << 20), total)) for start in range(0, total, 1 << 20))
+            for rows in blocks:
                 count += int(np.count_nonzero(validation_mask(rows, test_size, seed) == held_out))
             self._subset_rows = count
         return self._subset_rows

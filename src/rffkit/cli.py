@@ -66,7 +66,8 @@ missing values: --missing encode (the default) makes a null (an empty field, NA,
   a text column a category of its own, and fills one in a numeric column with the
   column's mean, beside a 0/1 column that marks those rows (part of the column's
   relevance); rffkit predict treats new data the same way. --missing error refuses them,
-  naming the column and row. A missing target is an error: drop those rows.
+  naming the column and row. Rows whose target is missing are left out, and the report
+  counts them (--missing error: an error).
 hold-out: the rows whose row-number hash (seed --random-state) falls below --test-size are
   held out and scored (R^2 and RMSE, or accuracy and log-loss); the saved model is the one
   fitted on the other rows, and rffkit info shows its held-out score.

@@ -59,6 +59,14 @@ __all__ = [
 ]
 
 
+def _target_present(array):
+    """Whether each value of a target column is there: not null, and not NaN in a float column."""
+    present = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_floating(array.type):
+        present &= ~np.isnan(array.to_numpy(zero_copy_only=False))
+    return present
+
+
 class TableSource:
     """Rows of one or more Parquet or CSV files, streamed in chunks.
 
@@ -77,6 +85,9 @@ class TableSource:
         Default rows per chunk of :meth:`iter_chunks`.
     dtype : {numpy.float64, numpy.float32}
         Dtype of ``X``.
+    drop_missing_target : bool, default=False
+        Leave out the rows whose target is missing (null, or NaN in a float column) instead
+        of raising :class:`MissingValueError` on them.
 
     Attributes
     ----------
@@ -98,6 +109,9 @@ class TableSource:
         Number of columns of ``X``.
     n_rows : int
         From Parquet metadata; for CSV counted in one pass on first access, then cached.
+        With ``drop_missing_target``, the rows that have a target (one pass over it).
+    n_dropped : int
+        Rows left out for a missing target (0 without ``drop_missing_target``).
 
     Examples
     --------
@@ -116,10 +130,12 @@ class TableSource:
     >>> folder.cleanup()
     """
 
-    def __init__(self, layout, target, encoding, *, chunk_rows, dtype):
+    def __init__(self, layout, target, encoding, *, chunk_rows, dtype, drop_missing_target=False):
         self._layout = layout
         self.target = target
         self.encoding = encoding
+        self.drop_missing_target = bool(drop_missing_target) and target is not None
+        self._present = None  # rows with a target, counted once
         self.chunk_rows = check_chunk_rows(chunk_rows)
         self.dtype = check_dtype(dtype)
         self._kinds = layout.kinds(list(encoding.columns) + ([target] if target else []))
@@ -160,8 +176,19 @@ class TableSource:
 
     @property
     def n_rows(self):
-        """Rows in all files (int); CSV files are counted in one pass on first access."""
-        return self._layout.count_rows(self._column_types())
+        """Rows in all files (int); CSV files are counted in one pass on first access. With
+        ``drop_missing_target``, the rows that have a target, counted in one pass over it."""
+        if not self.drop_missing_target:
+            return self._layout.count_rows(self._column_types())
+        if self._present is None:
+            self._present = sum(int(_target_present(batch.column(self.target)).sum())
+                                for batch, _ in self._raw_batches([self.target], self.chunk_rows, 0, 1))
+        return self._present
+
+    @property
+    def n_dropped(self):
+        """Rows left out because their target is missing (int)."""
+        return self._layout.count_rows(self._column_types()) - self.n_rows if self.drop_missing_target else 0
 
     def __repr__(self):
         return (f"TableSource({len(self._layout.files)} {self.format} file(s), "
@@ -185,7 +212,7 @@ class TableSource:
             Same files, target, ``chunk_rows`` and ``dtype``; this source is unchanged.
         """
         return TableSource(self._layout, self.target, encoding, chunk_rows=self.chunk_rows,
-                           dtype=self.dtype)
+                           dtype=self.dtype, drop_missing_target=self.drop_missing_target)
 
     def with_dtype(self, dtype):
         """A source over the same files whose chunks' ``X`` has ``dtype``.
@@ -200,7 +227,8 @@ class TableSource:
         source : TableSource
             Same files, target, encoding and ``chunk_rows``; this source is unchanged.
         """
-        return TableSource(self._layout, self.target, self.encoding, chunk_rows=self.chunk_rows, dtype=dtype)
+        return TableSource(self._layout, self.target, self.encoding, chunk_rows=self.chunk_rows, dtype=dtype,
+                           drop_missing_target=self.drop_missing_target)
 
     def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error"):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
@@ -272,7 +300,7 @@ class TableSource:
         columns = list(self.encoding.columns) + ([self.target] if self.target else [])
         pieces = ((self.encoding.transform(batch, dtype=self.dtype, rows=rows),
                    self._target_values(batch, rows), rows)
-                  for batch, rows in self._raw_batches(columns, chunk_rows, rank, world_size))
+                  for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
         for X, y, rows in rechunk(pieces, chunk_rows):
             yield Chunk(X, y, rows)
 
@@ -303,13 +331,24 @@ class TableSource:
             types_[self.target] = pa.int64()
         return types_
 
+    def _kept_batches(self, columns, batch_rows, rank, world_size):
+        """:meth:`_raw_batches` without the rows whose target is missing, with ``drop_missing_target``."""
+        for batch, rows in self._raw_batches(columns, batch_rows, rank, world_size):
+            if self.drop_missing_target:
+                present = _target_present(batch.column(self.target))
+                if not present.all():
+                    batch, rows = batch.filter(pa.array(present)), rows[present]
+            if batch.num_rows:
+                yield batch, rows
+
     def _raw_batches(self, columns, batch_rows, rank, world_size):
         """Yield ``(record batch of columns, global rows)`` for this rank's share."""
         return self._layout.batches(columns, batch_rows, rank, world_size, self._column_types())
 
 
 def open_table(paths, target=None, *, features=None, format=None,
-               chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error"):
+               chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error",
+               drop_missing_target=False):
     """Open Parquet or CSV files as one streamed table.
 
     Parameters
@@ -341,6 +380,9 @@ def open_table(paths, target=None, *, features=None, format=None,
         of its own in a text column; in a numeric column the column's mean, and a 0/1
         indicator column beside it), learned in one streamed pass over every feature column
         (:meth:`TableSource.fit_encoding`). A given encoding carries its own.
+    drop_missing_target : bool, default=False
+        Leave out the rows whose target is missing (null, or NaN in a float column): they
+        cannot be trained on. Default False: such a row is an error naming it.
 
     Returns
     -------
@@ -424,7 +466,8 @@ def open_table(paths, target=None, *, features=None, format=None,
     given = isinstance(encoding, ColumnEncoding)
     # Until the categories are learned, an empty one-hot block stands in for each string column.
     first = encoding if given else ColumnEncoding(features, categorical)
-    source = TableSource(layout, target, first, chunk_rows=chunk_rows, dtype=dtype)
+    source = TableSource(layout, target, first, chunk_rows=chunk_rows, dtype=dtype,
+                         drop_missing_target=drop_missing_target)
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(files)} file(s), first {files[0]!r}).")
     if (categorical or missing == "encode") and not given:
