@@ -39,6 +39,7 @@ SECTIONS = [
     ("real.md", "bench_real.py"),
     ("real_quick.md", "bench_real.py"),
     ("real_cuda.md", "bench_real.py"),
+    ("missing.md", "bench_missing.py"),
     ("gp.md", "bench_gp.py"),
     ("scale.md", "bench_scale.py"),
     ("extrapolation.md", "bench_extrapolation.py"),
