@@ -111,7 +111,7 @@ def test_a_failing_small_fit_raises_its_error_alone(estimator):
     X[0, 0] = np.nan
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(ValueError, match="Input X contains NaN"):
+        with pytest.raises(ValueError, match=r"X holds a missing value \(NaN\) in column 0 at row 0"):
             clone(estimator).fit(X, _target(estimator, 5, rng))
     assert not [w for w in caught if w.category is SmallSampleWarning]
 

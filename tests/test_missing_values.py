@@ -228,3 +228,29 @@ def test_command_line_leaves_out_rows_without_a_target(tmp_path, capsys):
     frame.to_csv(path, index=False)
     assert cli.main(["fit", str(path), "--target", "y", "--output", str(tmp_path / "e.rffkit")]) == 2
     assert "every row's target 'y' is missing" in capsys.readouterr().err
+
+
+def test_arrays_and_frames_with_nan_get_the_column_row_and_way_out():
+    """In Python the estimators need complete inputs; the error says where the first NaN is and what fills it."""
+    from rffkit import RFFNetClassifier, RFFNetRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    X[[5, 9, 9], [2, 2, 0]] = np.nan
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"RFFNetRegressor: X holds a missing value \(NaN\) in column 2 at row 5 "
+                       r"\(counting from 0; 2 rows have one\), .*make_pipeline\(SimpleImputer\(add_indicator=True\), "
+                       r"RFFNetRegressor\(\)\)"):
+        RFFNetRegressor().fit(X, rng.normal(size=40))
+    with pytest.raises(ValueError, match=r"X holds a missing value \(NaN\) in column 'a' at row 9 \(counting from 0; "
+                       "1 row has one"):
+        RFFNetRegressor().fit(frame.fillna({"c": 0.0}), rng.normal(size=40))
+    y = rng.normal(size=40)
+    y[11] = np.nan
+    with pytest.raises(ValueError, match=r"y holds a missing value \(NaN\) at row 11 \(counting from 0; "
+                       r"1 row has one\); drop the rows whose target is missing"):
+        RFFNetRegressor().fit(np.nan_to_num(X), y)
+    with pytest.raises(ValueError, match=r"RFFNetClassifier: y holds a missing value \(NaN\) at row 11"):
+        RFFNetClassifier().fit(np.nan_to_num(X), y)
+    with pytest.raises(ValueError, match="Input X contains infinity"):  # not a missing value: scikit-learn's message
+        RFFNetRegressor().fit(np.where(np.isnan(X), np.inf, X), rng.normal(size=40))

@@ -184,7 +184,7 @@ def test_errors_are_actionable():
         RFFRidge(alphas=[1.0, 2.0], alpha_selection=None).fit(X, y)
     bad = X.copy()
     bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="Input X contains NaN"):
+    with pytest.raises(ValueError, match=r"RFFRidge: X holds a missing value \(NaN\) in column 0 at row 0"):
         RFFRidge().fit(bad, y)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         RFFRidge().fit(X, y[:-1])

@@ -180,6 +180,36 @@ def _check_text_columns(owner, X):
             )
 
 
+def _rows_with_one(count):
+    return "1 row has one" if count == 1 else f"{count:,} rows have one"
+
+
+def _locate_nan(owner, X, y, message):
+    """For scikit-learn's "Input X (or y) contains NaN": the same error naming the first NaN's
+    column and row and the way out; None for any other error, or input it cannot read as numbers."""
+    try:
+        if message.startswith("Input X contains NaN") and not sp.issparse(X):
+            rows, columns = np.nonzero(np.isnan(np.asarray(X, dtype=np.float64)))
+            if rows.size == 0:
+                return None
+            names = getattr(X, "columns", None)
+            column = repr(names[columns[0]]) if names is not None else str(columns[0])
+            count = np.unique(rows).size
+            return (f"{owner}: X holds a missing value (NaN) in column {column} at row {rows[0]} (counting from 0; "
+                    f"{_rows_with_one(count)}), and {owner} needs complete inputs. Fill them in, e.g. "
+                    f"make_pipeline(SimpleImputer(add_indicator=True), {owner}()): each column's mean beside a 0/1 "
+                    "column that marks the rows, as rffkit fit does with files; or drop those rows.")
+        if message.startswith("Input y contains NaN"):
+            rows = np.flatnonzero(np.isnan(np.asarray(y, dtype=np.float64).ravel()))
+            if rows.size == 0:
+                return None
+            return (f"{owner}: y holds a missing value (NaN) at row {rows[0]} (counting from 0; "
+                    f"{_rows_with_one(rows.size)}); drop the rows whose target is missing.")
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
 def _numeric_target(owner, y):
     """A regressor's target as numbers, or an error that names ``y``."""
     array = np.asarray(y)
@@ -318,7 +348,13 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
         check_params.setdefault("accept_sparse", ("csr", "csc", "coo"))
     # validate_data's finiteness test sums X, which warns on inf - inf before its own error
     with np.printoptions(threshold=_MESSAGE_VALUES, edgeitems=3), np.errstate(over="ignore", invalid="ignore"):
-        validated = validate_data(estimator, X, y, reset=reset, **check_params)
+        try:
+            validated = validate_data(estimator, X, y, reset=reset, **check_params)
+        except ValueError as error:
+            located = _locate_nan(owner, X, y, str(error))
+            if located is None:
+                raise
+            raise ValueError(located) from None
     X_checked, y_checked = validated if supervised else (validated, None)
     if densify and sp.issparse(X_checked):
         X_checked = X_checked.toarray(order="C")  # a CSC matrix's natural order is Fortran's
