@@ -1,5 +1,7 @@
 """Missing values in files: ColumnEncoding(missing='encode'), what open_table learns, the command line."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -109,8 +111,11 @@ def test_new_data_with_holes_the_training_data_did_not_have():
     encoding = ColumnEncoding(["a", "b", "c"], {"c": ["u", "v"]}, missing="encode",
                               fill_values={"a": 0.5, "b": -1.0}, indicators=["a"])
     table = {"a": [None, 2.0], "b": [None, 4.0], "c": [None, "v"]}
-    # b: filled with its mean, no indicator (it had no hole in training); c: an unknown category
-    np.testing.assert_array_equal(encoding.transform(table), [[0.5, 1, -1.0, 0, 0], [2.0, 0, 4.0, 0, 1]])
+    # b: filled with its mean, no indicator (it had no hole in training), and a warning; c: an unknown category
+    with pytest.warns(UserWarning, match="column 'b' holds missing values, which the data the encoding was fitted on "
+                      "did not have in it: they are filled in with its mean there"):
+        X = encoding.transform(table)
+    np.testing.assert_array_equal(X, [[0.5, 1, -1.0, 0, 0], [2.0, 0, 4.0, 0, 1]])
     strict = ColumnEncoding(["c"], {"c": ["u", "v"]}, handle_unknown="error", missing="encode")
     with pytest.raises(UnknownCategoryError, match=r"column 'c' holds a missing value at row 7, which the "
                        "encoding's categories do not include"):
@@ -167,7 +172,11 @@ def test_command_line_encodes_missing_values_by_default(holes_csv, tmp_path, cap
     new.loc[3, "z"] = np.nan
     new.loc[4, "colour"] = "purple"
     new.to_csv(tmp_path / "new.csv", index=False)
-    _run(capsys, "predict", model, tmp_path / "new.csv", "--output", tmp_path / "p.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # the test run's filters make warnings errors; a user's do not
+        argv = ["predict", str(model), str(tmp_path / "new.csv"), "--output", str(tmp_path / "p.csv")]
+        status = cli.main(argv)
+    assert status == 0 and "rffkit: warning: column 'z' holds missing values" in capsys.readouterr().err
     predictions = pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy()
     assert predictions.shape == (30,) and np.isfinite(predictions).all()
 

@@ -302,6 +302,11 @@ class ColumnEncoding:
                             "encoding has no value to fill in for it; refit the encoding on data that "
                             "cover this column (TableSource.fit_encoding(missing='encode')).")
                     values[absent] = self.fill_values[column]
+                    if column not in self.indicators:
+                        warnings.warn(
+                            f"column {column!r} holds missing values, which the data the encoding was fitted on "
+                            "did not have in it: they are filled in with its mean there, without an indicator "
+                            "column for the model to tell them apart.", UserWarning, stacklevel=2)
                 if column in self.indicators:
                     X_transposed[start + 1] = absent
             check_finite(values, column, rows)
