@@ -357,3 +357,16 @@ def test_dtype_float32_reads_and_fits_in_single_precision(table_csv, tmp_path, c
         assert single.steps[-1][1].coef_.dtype == np.float32
     expected = double.predict(X)
     np.testing.assert_allclose(single.predict(X.astype(np.float32)), expected, atol=0.05 * np.abs(expected).max())
+
+
+def test_a_date_column_is_an_input_and_the_report_says_how(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    days = np.datetime64("2013-01-01") + rng.integers(0, 365, 200).astype("timedelta64[D]")
+    x = rng.normal(size=200)
+    y = np.sin(2 * np.pi * (days - days.min()).astype(float) / 365) + 0.3 * x
+    pq.write_table(pa.table({"day": days, "x": x, "y": y}), tmp_path / "t.parquet")
+    out = _run(capsys, "fit", tmp_path / "t.parquet", "--target", "y", "--model", "ridge",
+               "--output", tmp_path / "m.rffkit")
+    assert "dates and times: day as days since 1970-01-01" in out
+    assert rffkit.load(tmp_path / "m.rffkit")["meta"]["time_columns"] == ["day"]
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "t.parquet", "--output", tmp_path / "p.csv")

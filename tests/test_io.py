@@ -574,3 +574,29 @@ def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
     assert os.path.basename(module.__file__) in ("io.py", "_streaming.py")
+
+
+def test_timestamps_and_dates_are_days_since_1970(tmp_path):
+    """A time column is one number: days since 1970-01-01 (UTC for a zoned timestamp), the time of day its fraction."""
+    import datetime
+
+    from rffkit._encoding import numbers
+
+    moments = [datetime.datetime(1970, 1, 2, 12, 0), None, datetime.datetime(2013, 1, 1, 6, 0)]
+    expected = [1.5, np.nan, 15706.25]
+    for unit in ("s", "ms", "us", "ns"):
+        np.testing.assert_array_equal(numbers(pa.array(moments, type=pa.timestamp(unit))), expected)
+    zoned = pa.array(moments, type=pa.timestamp("s", tz="UTC"))
+    np.testing.assert_array_equal(numbers(zoned), expected)
+    days = [datetime.date(1970, 1, 11), datetime.date(1969, 12, 31), None]
+    np.testing.assert_array_equal(numbers(pa.array(days, type=pa.date32())), [10.0, -1.0, np.nan])
+    np.testing.assert_array_equal(numbers(pa.array(days, type=pa.date64())), [10.0, -1.0, np.nan])
+
+    path = tmp_path / "t.csv"
+    path.write_text("when,day,x,y\n2013-01-01T06:00:00Z,2013-01-02,1.0,0.5\n"
+                    "2013-01-02T18:00:00Z,2013-01-03,2.0,1.5\n")
+    source = open_table(path, target="y")
+    assert source.time_columns == ["when", "day"] and source.feature_names == ["when", "day", "x"]
+    np.testing.assert_array_equal(next(source.iter_chunks()).X, [[15706.25, 15707.0, 1.0], [15707.75, 15708.0, 2.0]])
+    with pytest.raises(DataSourceError, match="target column 'day' has an unsupported type"):
+        open_table(path, target="day")

@@ -82,6 +82,10 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     if source.encoding.categories:
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
                     f"({source.n_features} model inputs in all)")
+    times = source.time_columns
+    report.data.update(time_columns=times)
+    if times:
+        report.line(f"dates and times: {', '.join(times)} as days since 1970-01-01")
     encoding = source.encoding
     filled = [column for column in encoding.columns
               if column in encoding.indicators or None in encoding.categories.get(column, ())]

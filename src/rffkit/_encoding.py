@@ -30,7 +30,8 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "learn_encoding", "text_values", "LEAVE_OUT", "MISSING"]
+__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values", "LEAVE_OUT",
+           "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
@@ -43,9 +44,12 @@ MISSING = "(missing)"
 def column_kind(data_type):
     """Coarse kind of an Arrow type: what rffkit can do with the column.
 
-    One of 'integer', 'float' (decimals too), 'bool', 'null', 'categorical' (strings and
-    dictionaries) and 'unsupported'.
+    One of 'integer', 'float' (decimals too), 'bool', 'null', 'time' (timestamps and
+    dates: a feature is the number of days since 1970-01-01, :func:`numbers`),
+    'categorical' (strings and dictionaries) and 'unsupported'.
     """
+    if pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
+        return "time"
     if pa.types.is_integer(data_type):
         return "integer"
     if pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
@@ -59,6 +63,31 @@ def column_kind(data_type):
             or string_view(data_type) or pa.types.is_dictionary(data_type)):
         return "categorical"
     return "unsupported"
+
+
+#: A day in each unit of an Arrow timestamp.
+_DAY = {"s": 86_400.0, "ms": 86_400e3, "us": 86_400e6, "ns": 86_400e9}
+
+
+def numbers(array):
+    """A numeric, boolean, null or time column as float64 values, NaN where one is missing.
+
+    Timestamps and dates become days since 1970-01-01 (a timestamp with a time zone counts
+    from midnight UTC), with the time of day as the fraction: one continuous input for the
+    kernel, which standardises it.
+    """
+    type_ = array.type
+
+    def as_floats(values):
+        return pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+
+    if pa.types.is_timestamp(type_):
+        return as_floats(pc.cast(array, pa.int64())) / _DAY[type_.unit]
+    if pa.types.is_date64(type_):
+        return as_floats(pc.cast(array, pa.int64())) / _DAY["ms"]
+    if pa.types.is_date32(type_):
+        return as_floats(pc.cast(array, pa.int32()))
+    return as_floats(array)
 
 
 def merge_kinds(first, second):
@@ -77,7 +106,8 @@ def merge_kinds(first, second):
 class ColumnEncoding:
     """How table columns become the numeric feature block ``X``.
 
-    Numeric and boolean columns pass through as one float column each (booleans as 0/1);
+    Numeric and boolean columns pass through as one float column each (booleans as 0/1,
+    timestamps and dates as days since 1970-01-01);
     each column named in ``categories`` is one-hot encoded into one output column per
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
 
@@ -286,12 +316,12 @@ class ColumnEncoding:
                 self._one_hot(array, column, X_transposed[start:start + width], rows)
                 start += width
                 continue
-            if column_kind(array.type) not in ("integer", "float", "bool", "null"):
+            if column_kind(array.type) not in ("integer", "float", "bool", "null", "time"):
                 raise DataSourceError(
                     f"column {column!r} has type {array.type}, which is not numeric, and the "
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
-            values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            values = numbers(array)
             if encode:
                 absent = np.isnan(values)
                 if absent.any():
@@ -404,7 +434,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                     raise too_many_categories(column)
                 too_many.append(column)
         for column, totals in sums.items():
-            values = pc.cast(batch.column(column), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            values = numbers(batch.column(column))
             present = ~np.isnan(values)
             check_finite(values[present], column, None if rows is None else rows[present])
             totals[0] += float(values[present].sum())

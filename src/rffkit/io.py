@@ -152,7 +152,7 @@ class TableSource:
                     f"feature column {column!r} has type {type_}, which the encoding does not "
                     "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
                                              else "") + f"{LEAVE_OUT}.")
-        if target and self._kinds[target] == "unsupported":
+        if target and self._kinds[target] in ("unsupported", "time"):
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
 
@@ -168,6 +168,11 @@ class TableSource:
             raise DataSourceError(
                 f"feature column {column!r} holds text where the encoding expects numbers: {check.quoted()}"
                 f"{PLACEHOLDER_IN_FILE}.")
+
+    @property
+    def time_columns(self):
+        """The feature columns of timestamps or dates, which ``X`` holds as days since 1970-01-01 (list of str)."""
+        return [column for column in self.encoding.columns if self._kinds[column] == "time"]
 
     files = property(lambda self: list(self._layout.files))
     format = property(lambda self: self._layout.format)
@@ -326,7 +331,9 @@ class TableSource:
         if self.format == "parquet":
             return None
         types = {"bool": pa.bool_(), "categorical": pa.string()}
-        types_ = {column: types.get(kind, pa.float64()) for column, kind in self._kinds.items()}
+        first = self._layout.schemas[0]
+        types_ = {column: first.field(column).type if kind == "time" else types.get(kind, pa.float64())
+                  for column, kind in self._kinds.items()}
         if self.target and self._kinds[self.target] == "integer":
             types_[self.target] = pa.int64()
         return types_
