@@ -263,3 +263,11 @@ def test_arrays_and_frames_with_nan_get_the_column_row_and_way_out():
         RFFNetClassifier().fit(np.nan_to_num(X), y)
     with pytest.raises(ValueError, match="Input X contains infinity"):  # not a missing value: scikit-learn's message
         RFFNetRegressor().fit(np.where(np.isnan(X), np.inf, X), rng.normal(size=40))
+
+
+def test_an_empty_column_draws_a_warning(tmp_path):
+    path = tmp_path / "e.csv"
+    path.write_text("a,b,y\n1.0,,0.5\n2.0,,1.5\n3.0,,2.5\n")
+    with pytest.warns(UserWarning, match=r"column 'b' has no value in 3 rows: it carries nothing for the model"):
+        source = open_table(path, target="y", missing="encode")
+    assert source.encoding.fill_values["b"] == 0.0 and source.encoding.indicators == ("b",)

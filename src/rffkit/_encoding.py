@@ -454,6 +454,10 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     learned = {"categories": {column: sorted(values, key=lambda value: (value is None, value or ""))
                               for column, values in seen.items()}}
     if encode:
+        for column, (_, count, _) in sums.items():
+            if count == 0 and n_rows:
+                warnings.warn(f"column {column!r} has no value in {n_rows:,} rows: it carries nothing for the model; "
+                              f"{LEAVE_OUT}.", UserWarning, stacklevel=4)
         learned.update(missing="encode",
                        fill_values={column: total / count if count else 0.0
                                     for column, (total, count, _) in sums.items()},
