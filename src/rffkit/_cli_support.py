@@ -196,11 +196,10 @@ class RowSplit(TableSource):
     def n_rows(self):
         if self._subset_rows is None:
             test_size, seed, held_out = self._split
-            count = 0
-            if self.drop_missing_target:  # the rows with a target, read from the target column
+            count, total = 0, super().n_rows  # with drop_missing_target, the rows that have a target
+            if total < self._layout.count_rows(self._read_types):  # rows left out: read the kept ones' numbers
                 blocks = (chunk.rows for chunk in TableSource.with_encoding(self, ColumnEncoding([])).iter_chunks())
             else:
-                total = super().n_rows
                 blocks = (np.arange(start, min(start + (1 << 20), total)) for start in range(0, total, 1 << 20))
             for rows in blocks:
                 count += int(np.count_nonzero(validation_mask(rows, test_size, seed) == held_out))

@@ -24,14 +24,15 @@ from ._io_base import (
     UnknownCategoryError,
     at_row,
     check_finite,
+    check_missing,
     check_no_nulls,
     listing,
     public_in_io,
     short,
 )
 
-__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values", "LEAVE_OUT",
-           "MISSING"]
+__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values",
+           "refuse_text_among_numbers", "LEAVE_OUT", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
@@ -183,8 +184,7 @@ class ColumnEncoding:
         if self.handle_unknown not in ("ignore", "error"):
             raise ValueError("ColumnEncoding: handle_unknown must be 'ignore' or 'error'; "
                              f"got {self.handle_unknown!r}.")
-        if self.missing not in ("error", "encode"):
-            raise ValueError(f"ColumnEncoding: missing must be 'error' or 'encode'; got {short(self.missing)}.")
+        check_missing(self.missing, "ColumnEncoding")
         fill_values = {str(name): float(value) for name, value in dict(self.fill_values).items()}
         indicators = tuple(str(name) for name in self.indicators)
         if self.missing == "error":
@@ -386,6 +386,18 @@ def text_values(array, column, rows, *, nulls=False):
     return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
 
 
+def refuse_text_among_numbers(batches, column, *, nulls=False):
+    """Raise naming the text values of ``column`` (``batches`` of ``(batch, rows)``) when most of
+    its values are numbers: new data whose numbers a placeholder made text, which an encoding
+    that reads the column as numbers cannot take. ``nulls``: missing values are allowed."""
+    check = NumbersInText(column)
+    for batch, rows in batches:
+        check.update(*text_values(batch.column(column), column, rows, nulls=nulls))
+    if check.others and len(check.numbers) >= len(check.others):
+        raise DataSourceError(f"feature column {column!r} holds text where the encoding expects numbers: "
+                              f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
+
+
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error"):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
@@ -414,7 +426,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     seen = {column: set() for column in categorical}
     checks = {column: NumbersInText(column) for column in categorical}
     too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
-    sums = {column: [0.0, 0, 0] for column in (numeric if encode else ())}  # sum, count, missing
+    sums = {column: [0.0, 0] for column in (numeric if encode else ())}  # sum and count of the values
 
     def too_many_categories(column):
         return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
@@ -425,7 +437,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
         n_rows += batch.num_rows
         for column in categorical:
             distinct, locate = text_values(batch.column(column), column, rows, nulls=encode)
-            checks[column].update([value for value in distinct if value is not None], locate)
+            checks[column].update(distinct, locate)
             if column in too_many:
                 continue
             seen[column].update(distinct)
@@ -439,7 +451,6 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             check_finite(values[present], column, None if rows is None else rows[present])
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
-            totals[2] += int(values.shape[0] - present.sum())
     for column in categorical:
         message = checks[column].message(PLACEHOLDER_IN_FILE)
         if message is not None:
@@ -454,12 +465,11 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     learned = {"categories": {column: sorted(values, key=lambda value: (value is None, value or ""))
                               for column, values in seen.items()}}
     if encode:
-        for column, (_, count, _) in sums.items():
+        for column, (_, count) in sums.items():
             if count == 0 and n_rows:
                 warnings.warn(f"column {column!r} has no value in {n_rows:,} rows: it carries nothing for the model; "
                               f"{LEAVE_OUT}.", UserWarning, stacklevel=4)
         learned.update(missing="encode",
-                       fill_values={column: total / count if count else 0.0
-                                    for column, (total, count, _) in sums.items()},
-                       indicators=[column for column, (_, _, absent) in sums.items() if absent])
+                       fill_values={column: total / count if count else 0.0 for column, (total, count) in sums.items()},
+                       indicators=[column for column, (_, count) in sums.items() if count < n_rows])
     return learned

@@ -188,9 +188,10 @@ class NumbersInText:
         self.others = {}  # value -> the row where it first appears (None after the first few)
 
     def update(self, distinct, locate):
-        """Add a chunk's distinct values; ``locate(value)`` is the row of its first appearance in the chunk."""
+        """Add a chunk's distinct values (a missing value, None, is neither kind); ``locate(value)`` is
+        the row of its first appearance in the chunk."""
         for value in distinct:
-            if value in self.numbers or value in self.others:
+            if value is None or value in self.numbers or value in self.others:
                 continue
             if not _reads_as_number(value):
                 self.others[value] = locate(value) if len(self.others) < _QUOTED else None
@@ -219,6 +220,13 @@ class NumbersInText:
 #: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.
 PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write missing values as empty cells and drop or "
                        "impute their rows, or correct the values")
+
+
+def check_missing(missing, owner):
+    """``missing`` ('error' or 'encode', how a table's missing values are treated), or a ValueError naming ``owner``."""
+    if missing not in ("error", "encode"):
+        raise ValueError(f"{owner}: missing must be 'error' or 'encode'; got {short(missing)}.")
+    return missing
 
 
 def check_chunk_rows(chunk_rows):

@@ -4,7 +4,7 @@
 :func:`file_format` names their format and :func:`inspect_file` reads one file's schema (and
 Parquet row groups). A :class:`TableLayout` holds what was found; it merges the kinds of
 each column over the files, counts rows and yields each rank's record batches with their
-global row indices. Arrow's read errors become :class:`~rffkit.io.DataSourceError`
+global row indices; :func:`target_values` and :func:`target_present` read a target column. Arrow's read errors become :class:`~rffkit.io.DataSourceError`
 naming the file (and, for CSV, the column).
 """
 
@@ -17,14 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
 from ._encoding import column_kind, merge_kinds
-from ._io_base import ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing
+from ._io_base import (
+    DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
+)
 
-__all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file"]
+__all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file", "target_present", "target_values"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -137,6 +140,34 @@ def _batches(fragment, columns, batch_rows, path, names=None):
         raise _read_error(path, exc, names) from None
 
 
+def target_present(array):
+    """Whether each value of a target column is there: not null, and not NaN in a float column."""
+    present = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_floating(array.type):
+        present &= ~np.isnan(array.to_numpy(zero_copy_only=False))
+    return present
+
+
+def target_values(array, column, rows):
+    """The values of a chunk ``array`` of the target ``column`` (global ``rows``, for messages).
+
+    float64 for float targets, int64 for integer ones, bool, or an object array of str for
+    text and dictionary targets; a missing value raises :class:`MissingValueError`, which
+    says to drop those rows.
+    """
+    check_no_nulls(array, column, rows, DROP_TARGET)
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    kind = column_kind(array.type)
+    if kind == "categorical":
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    if kind in ("integer", "bool"):
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64 if kind == "integer" else bool)
+    values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    check_finite(values, column, rows, DROP_TARGET)
+    return values
+
+
 def _segment_rows(position, count, starts, lengths):
     """Global rows of stream positions ``position .. position+count`` over row segments."""
     ends = np.cumsum(lengths)
@@ -154,6 +185,19 @@ class TableLayout:
     schemas: list
     row_groups: list
     n_rows: int | None = None
+
+    def read_types(self, kinds, target=None):
+        """CSV only (None for Parquet): the type each column of ``kinds`` is read as, so a later
+        block cannot contradict the types inferred from the first: text as string, booleans as
+        bool, times in the first file's type, an integer target as int64, other numbers as float64."""
+        if self.format == "parquet":
+            return None
+        fixed = {"bool": pa.bool_(), "categorical": pa.string()}
+        types = {column: self.schemas[0].field(column).type if kind == "time" else fixed.get(kind, pa.float64())
+                 for column, kind in kinds.items()}
+        if target and kinds[target] == "integer":
+            types[target] = pa.int64()
+        return types
 
     def kinds(self, columns):
         """Kind of each column over all files; errors name the file and column that disagree."""

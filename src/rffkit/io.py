@@ -18,31 +18,26 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._array_source import ArraySource
-from ._encoding import LEAVE_OUT, ColumnEncoding, column_kind, learn_encoding, text_values
+from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, refuse_text_among_numbers
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
-    DROP_TARGET,
-    PLACEHOLDER_IN_FILE,
     Chunk,
     ColumnNotFoundError,
     DataSourceError,
     MissingValueError,
-    NumbersInText,
     SchemaMismatchError,
     UnknownCategoryError,
     check_chunk_rows,
     check_dtype,
-    check_finite,
-    check_no_nulls,
+    check_missing,
     check_rank,
     listing,
     short,
 )
 from ._streaming import rechunk
-from ._table_files import TableLayout, expand_paths, file_format, inspect_file
+from ._table_files import TableLayout, expand_paths, file_format, inspect_file, target_present, target_values
 
 __all__ = [
     "open_table",
@@ -57,14 +52,6 @@ __all__ = [
     "MissingValueError",
     "UnknownCategoryError",
 ]
-
-
-def _target_present(array):
-    """Whether each value of a target column is there: not null, and not NaN in a float column."""
-    present = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
-    if pa.types.is_floating(array.type):
-        present &= ~np.isnan(array.to_numpy(zero_copy_only=False))
-    return present
 
 
 class TableSource:
@@ -139,13 +126,15 @@ class TableSource:
         self.chunk_rows = check_chunk_rows(chunk_rows)
         self.dtype = check_dtype(dtype)
         self._kinds = layout.kinds(list(encoding.columns) + ([target] if target else []))
+        self._read_types = layout.read_types(self._kinds, target)  # CSV: fixed types of every read
         if target in encoding.columns:
             raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
         for column in encoding.columns:
             kind = self._kinds[column]
             uncovered = kind == "categorical" and column not in encoding.categories
             if uncovered:
-                self._refuse_text_among_numbers(column)
+                refuse_text_among_numbers(self._raw_batches([column], self.chunk_rows, 0, 1), column,
+                                          nulls=encoding.missing == "encode")
             if kind == "unsupported" or uncovered:
                 type_ = layout.schemas[0].field(column).type
                 raise DataSourceError(
@@ -155,19 +144,6 @@ class TableSource:
         if target and self._kinds[target] in ("unsupported", "time"):
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
-
-    def _refuse_text_among_numbers(self, column):
-        """Raise naming the text in a text ``column`` that the encoding reads as numbers, when
-        most of its values are numbers (new data whose numbers a placeholder made text)."""
-        check = NumbersInText(column)
-        nulls = self.encoding.missing == "encode"
-        for batch, rows in self._raw_batches([column], self.chunk_rows, 0, 1):
-            distinct, locate = text_values(batch.column(column), column, rows, nulls=nulls)
-            check.update([value for value in distinct if value is not None], locate)
-        if check.others and len(check.numbers) >= len(check.others):
-            raise DataSourceError(
-                f"feature column {column!r} holds text where the encoding expects numbers: {check.quoted()}"
-                f"{PLACEHOLDER_IN_FILE}.")
 
     @property
     def time_columns(self):
@@ -184,16 +160,16 @@ class TableSource:
         """Rows in all files (int); CSV files are counted in one pass on first access. With
         ``drop_missing_target``, the rows that have a target, counted in one pass over it."""
         if not self.drop_missing_target:
-            return self._layout.count_rows(self._column_types())
+            return self._layout.count_rows(self._read_types)
         if self._present is None:
-            self._present = sum(int(_target_present(batch.column(self.target)).sum())
+            self._present = sum(int(target_present(batch.column(self.target)).sum())
                                 for batch, _ in self._raw_batches([self.target], self.chunk_rows, 0, 1))
         return self._present
 
     @property
     def n_dropped(self):
         """Rows left out because their target is missing (int)."""
-        return self._layout.count_rows(self._column_types()) - self.n_rows if self.drop_missing_target else 0
+        return self._layout.count_rows(self._read_types) - self.n_rows if self.drop_missing_target else 0
 
     def __repr__(self):
         return (f"TableSource({len(self._layout.files)} {self.format} file(s), "
@@ -216,8 +192,7 @@ class TableSource:
         source : TableSource
             Same files, target, ``chunk_rows`` and ``dtype``; this source is unchanged.
         """
-        return TableSource(self._layout, self.target, encoding, chunk_rows=self.chunk_rows,
-                           dtype=self.dtype, drop_missing_target=self.drop_missing_target)
+        return self._replace(encoding=encoding)
 
     def with_dtype(self, dtype):
         """A source over the same files whose chunks' ``X`` has ``dtype``.
@@ -232,8 +207,12 @@ class TableSource:
         source : TableSource
             Same files, target, encoding and ``chunk_rows``; this source is unchanged.
         """
-        return TableSource(self._layout, self.target, self.encoding, chunk_rows=self.chunk_rows, dtype=dtype,
-                           drop_missing_target=self.drop_missing_target)
+        return self._replace(dtype=dtype)
+
+    def _replace(self, **changes):
+        settings = {"encoding": self.encoding, "chunk_rows": self.chunk_rows, "dtype": self.dtype,
+                    "drop_missing_target": self.drop_missing_target, **changes}
+        return TableSource(self._layout, self.target, settings.pop("encoding"), **settings)
 
     def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error"):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
@@ -267,8 +246,7 @@ class TableSource:
             Over ``self.encoding.columns``, in that order, one-hot encoding each string or
             categorical column.
         """
-        if missing not in ("error", "encode"):
-            raise ValueError(f"fit_encoding: missing must be 'error' or 'encode'; got {short(missing)}.")
+        check_missing(missing, "fit_encoding")
         columns = self.encoding.columns
         categorical = [name for name in columns if self._kinds[name] == "categorical"]
         numeric = [name for name in columns if self._kinds[name] != "categorical"] if missing == "encode" else []
@@ -304,45 +282,17 @@ class TableSource:
         rank, world_size = check_rank(rank, world_size)
         columns = list(self.encoding.columns) + ([self.target] if self.target else [])
         pieces = ((self.encoding.transform(batch, dtype=self.dtype, rows=rows),
-                   self._target_values(batch, rows), rows)
+                   None if self.target is None else target_values(batch.column(self.target), self.target, rows),
+                   rows)
                   for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
         for X, y, rows in rechunk(pieces, chunk_rows):
             yield Chunk(X, y, rows)
-
-    def _target_values(self, batch, rows):
-        if self.target is None:
-            return None
-        array = batch.column(self.target)
-        check_no_nulls(array, self.target, rows, DROP_TARGET)
-        if pa.types.is_dictionary(array.type):
-            array = pc.cast(array, array.type.value_type)
-        kind = column_kind(array.type)
-        if kind == "categorical":
-            return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-        if kind in ("integer", "bool"):
-            dtype = np.int64 if kind == "integer" else bool
-            return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-        values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-        check_finite(values, self.target, rows, DROP_TARGET)
-        return values
-
-    def _column_types(self):
-        """CSV only: fixed read types, so a later block cannot contradict the inferred ones."""
-        if self.format == "parquet":
-            return None
-        types = {"bool": pa.bool_(), "categorical": pa.string()}
-        first = self._layout.schemas[0]
-        types_ = {column: first.field(column).type if kind == "time" else types.get(kind, pa.float64())
-                  for column, kind in self._kinds.items()}
-        if self.target and self._kinds[self.target] == "integer":
-            types_[self.target] = pa.int64()
-        return types_
 
     def _kept_batches(self, columns, batch_rows, rank, world_size):
         """:meth:`_raw_batches` without the rows whose target is missing, with ``drop_missing_target``."""
         for batch, rows in self._raw_batches(columns, batch_rows, rank, world_size):
             if self.drop_missing_target:
-                present = _target_present(batch.column(self.target))
+                present = target_present(batch.column(self.target))
                 if not present.all():
                     batch, rows = batch.filter(pa.array(present)), rows[present]
             if batch.num_rows:
@@ -350,7 +300,7 @@ class TableSource:
 
     def _raw_batches(self, columns, batch_rows, rank, world_size):
         """Yield ``(record batch of columns, global rows)`` for this rank's share."""
-        return self._layout.batches(columns, batch_rows, rank, world_size, self._column_types())
+        return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
 
 
 def open_table(paths, target=None, *, features=None, format=None,
@@ -441,8 +391,7 @@ def open_table(paths, target=None, *, features=None, format=None,
     elif encoding != "auto":
         raise ValueError("open_table: encoding must be 'auto' or a ColumnEncoding; "
                          f"got {short(encoding)}.")
-    if missing not in ("error", "encode"):
-        raise ValueError(f"open_table: missing must be 'error' or 'encode'; got {short(missing)}.")
+    check_missing(missing, "open_table")
     if features is None:
         features = [name for name in available
                     if name != target and not re.fullmatch(r"__index_level_\d+__", name)]
