@@ -4,8 +4,9 @@
 :func:`file_format` names their format and :func:`inspect_file` reads one file's schema (and
 Parquet row groups). A :class:`TableLayout` holds what was found; it merges the kinds of
 each column over the files, counts rows and yields each rank's record batches with their
-global row indices; :func:`target_values` and :func:`target_present` read a target column. Arrow's read errors become :class:`~rffkit.io.DataSourceError`
-naming the file (and, for CSV, the column).
+global row indices; :func:`target_values` and :func:`target_present` read a target column.
+Arrow's read errors become :class:`~rffkit.io.DataSourceError` naming the file (and, for
+CSV, the column).
 """
 
 from __future__ import annotations
