@@ -271,3 +271,44 @@ def test_an_empty_column_draws_a_warning(tmp_path):
     with pytest.warns(UserWarning, match=r"column 'b' has no value in 3 rows: it carries nothing for the model"):
         source = open_table(path, target="y", missing="encode")
     assert source.encoding.fill_values["b"] == 0.0 and source.encoding.indicators == ("b",)
+
+
+def test_the_encoding_can_be_learned_on_some_rows_and_checks_them_all(tmp_path):
+    frame = _frame()
+    frame.loc[7, "colour"] = "purple"  # a category of an odd row only
+    frame.loc[4, "colour"] = "orange"  # of an even row whose target is missing
+    frame.loc[[4, 9], "y"] = np.nan
+    frame["w"] = np.where(np.arange(len(frame)) % 2 == 1, np.nan, frame["z"] + 1)  # holes where nothing is learned
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    even = lambda rows: rows % 2 == 0  # noqa: E731
+    source = open_table(path, target="y", missing="encode", drop_missing_target=True, learn_rows=even, chunk_rows=37)
+    learned = frame[(frame.index % 2 == 0) & frame["y"].notna()]
+    encoding = source.encoding
+    assert encoding.fill_values["x"] == pytest.approx(learned["x"].mean(), rel=1e-12)
+    assert encoding.fill_values["z"] == pytest.approx(learned["z"].mean(), rel=1e-12)
+    assert list(encoding.categories["colour"]) == ["blue", "green", "red", None]
+    assert encoding.fill_values["w"] == pytest.approx(learned["z"].mean() + 1, rel=1e-12)
+    assert list(encoding.indicators) == ["x", "flag"]  # not w: no learned row misses it
+    # every row is still read and checked: a null is an error under 'error' even where nothing is learned
+    holes = frame.copy()
+    holes.loc[7, "colour"] = None
+    holes.to_csv(path, index=False)
+    with pytest.raises(MissingValueError, match="row 7"):
+        open_table(path, target="y", features=["colour"], learn_rows=even)
+    with pytest.raises(TypeError, match="boolean mask of the"):
+        open_table(path, target="y", missing="encode", learn_rows=lambda rows: rows)
+
+
+def test_command_line_learns_the_encoding_on_the_training_rows(tmp_path, capsys):
+    from rffkit._streaming import validation_mask
+    frame = _frame()
+    held_out = validation_mask(np.arange(len(frame)), 0.2, 0)
+    frame.loc[np.flatnonzero(held_out)[:3], "colour"] = "purple"  # seen in held-out rows only
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    _run(capsys, "fit", path, "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+    encoding = rffkit.load(tmp_path / "m.rffkit")["encoding"]
+    assert "purple" not in encoding["categories"]["colour"]
+    assert encoding["fill_values"]["x"] == pytest.approx(frame.loc[~held_out, "x"].mean(), rel=1e-12)
+    assert encoding["fill_values"]["x"] != pytest.approx(frame["x"].mean(), rel=1e-6)

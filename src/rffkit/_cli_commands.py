@@ -159,8 +159,10 @@ def fit_command(args):
     with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
+        # the categories and fill means come from the training rows: the held-out ones are new data
         source = open_table(args.data, target=args.target, features=args.features, dtype=dtype,
-                            missing=args.missing, drop_missing_target=args.missing == "encode")
+                            missing=args.missing, drop_missing_target=args.missing == "encode",
+                            learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         kind, values, n_rows, numbers_in_text = summarise_target(source)
         if n_rows == 0:
             raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")

@@ -398,11 +398,16 @@ def refuse_text_among_numbers(batches, column, *, nulls=False):
                               f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
 
 
-def learn_encoding(batches, categorical, numeric, max_categories, missing="error"):
+def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
     ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
     (text) and ``numeric`` (numbers and booleans) columns, and its global rows.
+    ``learn_rows(batch, rows)``, when given, is the boolean mask of the batch's rows learned
+    from (the training rows of a split): the categories, means and indicators come from those rows
+    only, while every row is checked (nulls under ``missing='error'``, numbers in text,
+    infinite values), so that a row left out of the learning still fails here and not
+    after a fit.
 
     * The categories of the text columns: every value seen, sorted (``None`` last, for a
       null, with ``missing='encode'``). A column of more than ``max_categories`` values
@@ -434,12 +439,15 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
 
     n_rows = 0
     for batch, rows in batches:
-        n_rows += batch.num_rows
+        sample = batch if learn_rows is None else batch.filter(pa.array(learn_rows(batch, rows)))
+        n_rows += sample.num_rows
         for column in categorical:
             distinct, locate = text_values(batch.column(column), column, rows, nulls=encode)
             checks[column].update(distinct, locate)
             if column in too_many:
                 continue
+            if sample is not batch:
+                distinct = pc.unique(sample.column(column)).to_pylist() if sample.num_rows else []
             seen[column].update(distinct)
             if len(seen[column]) > max_categories:
                 if checks[column].message() is None:
@@ -449,6 +457,9 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             values = numbers(batch.column(column))
             present = ~np.isnan(values)
             check_finite(values[present], column, None if rows is None else rows[present])
+            if sample is not batch:
+                values = numbers(sample.column(column))
+                present = ~np.isnan(values)
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
     for column in categorical:

@@ -214,7 +214,7 @@ class TableSource:
                     "drop_missing_target": self.drop_missing_target, **changes}
         return TableSource(self._layout, self.target, settings.pop("encoding"), **settings)
 
-    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error"):
+    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
         Reads the string and categorical columns (and, with ``missing='encode'``, the
@@ -239,6 +239,12 @@ class TableSource:
             column becomes a category of its own; a numeric column is filled with its mean
             where a value is missing, and one that has a missing value gets a 0/1 indicator
             column (see :class:`ColumnEncoding`).
+        learn_rows : callable or None, default=None
+            ``learn_rows(rows)``, the boolean mask of the rows (an array of global row
+            indices) to learn the categories and means from, such as the training rows of a
+            hold-out split, so that the held-out rows are encoded as new data would be;
+            every row is still checked. Default: every row. With ``drop_missing_target``
+            the rows whose target is missing are never learned from.
 
         Returns
         -------
@@ -251,8 +257,15 @@ class TableSource:
         categorical = [name for name in columns if self._kinds[name] == "categorical"]
         numeric = [name for name in columns if self._kinds[name] != "categorical"] if missing == "encode" else []
         read = categorical + numeric
-        batches = self._raw_batches(read, self.chunk_rows, 0, 1) if read else ()
-        learned = learn_encoding(batches, categorical, numeric, max_categories, missing)
+        drop = self.drop_missing_target and self.target is not None
+        batches = self._raw_batches(read + ([self.target] if drop else []), self.chunk_rows, 0, 1) if read else ()
+
+        def learn(batch, rows):  # the rows learned from: asked for, and with a target when it is needed
+            mask = np.ones(len(rows), dtype=bool) if learn_rows is None else _row_mask(learn_rows, rows)
+            return mask & target_present(batch.column(self.target)) if drop else mask
+
+        learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
+                                 learn if learn_rows is not None or drop else None)
         return ColumnEncoding(columns, handle_unknown=handle_unknown, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
@@ -303,9 +316,18 @@ class TableSource:
         return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
 
 
+def _row_mask(learn_rows, rows):
+    """``learn_rows(rows)`` as a boolean mask of ``len(rows)``, or a TypeError saying what it gave."""
+    mask = np.asarray(learn_rows(rows))
+    if mask.dtype != bool or mask.shape != rows.shape:
+        raise TypeError(f"learn_rows must return a boolean mask of the {len(rows)} rows it is given; "
+                        f"it returned {mask.dtype} of shape {mask.shape}.")
+    return mask
+
+
 def open_table(paths, target=None, *, features=None, format=None,
                chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error",
-               drop_missing_target=False):
+               drop_missing_target=False, learn_rows=None):
     """Open Parquet or CSV files as one streamed table.
 
     Parameters
@@ -340,6 +362,10 @@ def open_table(paths, target=None, *, features=None, format=None,
     drop_missing_target : bool, default=False
         Leave out the rows whose target is missing (null, or NaN in a float column): they
         cannot be trained on. Default False: such a row is an error naming it.
+    learn_rows : callable or None, default=None
+        With ``encoding='auto'``, the rows the encoding is learned from
+        (:meth:`TableSource.fit_encoding`): ``learn_rows(rows)`` maps global row indices to
+        a boolean mask, such as the training rows of a hold-out split. Default every row.
 
     Returns
     -------
@@ -427,7 +453,7 @@ def open_table(paths, target=None, *, features=None, format=None,
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(files)} file(s), first {files[0]!r}).")
     if (categorical or missing == "encode") and not given:
-        source = source.with_encoding(source.fit_encoding(missing=missing))
+        source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
     return source
 
 
