@@ -364,9 +364,10 @@ def test_a_date_column_is_an_input_and_the_report_says_how(tmp_path, capsys):
     days = np.datetime64("2013-01-01") + rng.integers(0, 365, 200).astype("timedelta64[D]")
     x = rng.normal(size=200)
     y = np.sin(2 * np.pi * (days - days.min()).astype(float) / 365) + 0.3 * x
-    pq.write_table(pa.table({"day": days, "x": x, "y": y}), tmp_path / "t.parquet")
+    clock = pa.array((rng.integers(0, 86_400, 200) * 1_000_000).astype(np.int64), type=pa.time64("us"))
+    pq.write_table(pa.table({"day": days, "at": clock, "x": x, "y": y}), tmp_path / "t.parquet")
     out = _run(capsys, "fit", tmp_path / "t.parquet", "--target", "y", "--model", "ridge",
                "--output", tmp_path / "m.rffkit")
-    assert "dates and times: day as days since 1970-01-01" in out
-    assert rffkit.load(tmp_path / "m.rffkit")["meta"]["time_columns"] == ["day"]
+    assert "dates and times: day as days since 1970-01-01; at as hours since midnight" in out
+    assert rffkit.load(tmp_path / "m.rffkit")["meta"]["time_columns"] == ["day", "at"]
     _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "t.parquet", "--output", tmp_path / "p.csv")

@@ -596,7 +596,39 @@ def test_timestamps_and_dates_are_days_since_1970(tmp_path):
     path.write_text("when,day,x,y\n2013-01-01T06:00:00Z,2013-01-02,1.0,0.5\n"
                     "2013-01-02T18:00:00Z,2013-01-03,2.0,1.5\n")
     source = open_table(path, target="y")
-    assert source.time_columns == ["when", "day"] and source.feature_names == ["when", "day", "x"]
+    assert source.time_columns == {"when": "days since 1970-01-01", "day": "days since 1970-01-01"}
+    assert source.feature_names == ["when", "day", "x"]
     np.testing.assert_array_equal(next(source.iter_chunks()).X, [[15706.25, 15707.0, 1.0], [15707.75, 15708.0, 2.0]])
     with pytest.raises(DataSourceError, match="target column 'day' has an unsupported type"):
         open_table(path, target="day")
+
+
+def test_times_of_day_are_hours_and_durations_seconds(tmp_path):
+    import datetime
+
+    from rffkit._encoding import numbers
+
+    clock = [datetime.time(6, 30), None, datetime.time(23, 59, 59)]
+    for type_ in (pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns")):
+        np.testing.assert_allclose(numbers(pa.array(clock, type=type_)), [6.5, np.nan, 23 + 3599 / 3600], rtol=1e-15)
+    spans = [datetime.timedelta(minutes=90), datetime.timedelta(seconds=-2), None]
+    for unit in ("s", "ms", "us", "ns"):
+        np.testing.assert_array_equal(numbers(pa.array(spans, type=pa.duration(unit))), [5400.0, -2.0, np.nan])
+    # a CSV's HH:MM(:SS) column is read as a time of day; a duration comes from Parquet
+    path = tmp_path / "t.csv"
+    path.write_text("dep,x,y\n06:15,1.0,0.5\n18:45:30,2.0,1.5\n")
+    source = open_table(path, target="y")
+    assert source.time_columns == {"dep": "hours since midnight"}
+    np.testing.assert_allclose(next(source.iter_chunks()).X[:, 0], [6.25, 18 + 45.5 / 60], rtol=1e-15)
+    pq.write_table(pa.table({"air": pa.array(spans, type=pa.duration("ms")), "y": [1.0, 2.0, 3.0]}),
+                   tmp_path / "d.parquet")
+    source = open_table(tmp_path / "d.parquet", target="y", missing="encode")
+    assert source.time_columns == {"air": "seconds"}
+    np.testing.assert_array_equal(next(source.iter_chunks()).X, [[5400.0, 0.0], [-2.0, 0.0], [2699.0, 1.0]])
+    with pytest.raises(DataSourceError, match="target column 'air' has an unsupported type"):
+        open_table(tmp_path / "d.parquet", target="air")
+    # one file's times of day and another's timestamps are not one column
+    pq.write_table(pa.table({"air": pa.array([datetime.datetime(2020, 1, 1)] * 3), "y": [1.0, 2.0, 3.0]}),
+                   tmp_path / "e.parquet")
+    with pytest.raises(DataSourceError, match="air"):
+        open_table([tmp_path / "d.parquet", tmp_path / "e.parquet"], target="y")

@@ -83,9 +83,11 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
                     f"({source.n_features} model inputs in all)")
     times = source.time_columns
-    report.data.update(time_columns=times)
+    report.data.update(time_columns=list(times))
     if times:
-        report.line(f"dates and times: {', '.join(times)} as days since 1970-01-01")
+        units = {unit: [column for column, its in times.items() if its == unit] for unit in times.values()}
+        report.line("dates and times: " + "; ".join(f"{', '.join(columns)} as {unit}"
+                                                    for unit, columns in units.items()))
     encoding = source.encoding
     filled = [column for column in encoding.columns
               if column in encoding.indicators or None in encoding.categories.get(column, ())]

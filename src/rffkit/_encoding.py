@@ -31,7 +31,7 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values",
+__all__ = ["ColumnEncoding", "TIME_UNITS", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values",
            "refuse_text_among_numbers", "LEAVE_OUT", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
@@ -45,12 +45,17 @@ MISSING = "(missing)"
 def column_kind(data_type):
     """Coarse kind of an Arrow type: what rffkit can do with the column.
 
-    One of 'integer', 'float' (decimals too), 'bool', 'null', 'time' (timestamps and
-    dates: a feature is the number of days since 1970-01-01, :func:`numbers`),
-    'categorical' (strings and dictionaries) and 'unsupported'.
+    One of 'integer', 'float' (decimals too), 'bool', 'null', the kinds of
+    :data:`TIME_UNITS` ('time': timestamps and dates; 'time_of_day'; 'duration'; each a
+    number in its unit, :func:`numbers`), 'categorical' (strings and dictionaries) and
+    'unsupported'.
     """
     if pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
         return "time"
+    if pa.types.is_time(data_type):
+        return "time_of_day"
+    if pa.types.is_duration(data_type):
+        return "duration"
     if pa.types.is_integer(data_type):
         return "integer"
     if pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
@@ -66,16 +71,20 @@ def column_kind(data_type):
     return "unsupported"
 
 
-#: A day in each unit of an Arrow timestamp.
-_DAY = {"s": 86_400.0, "ms": 86_400e3, "us": 86_400e6, "ns": 86_400e9}
+#: The number a column of each time kind becomes (:func:`numbers`).
+TIME_UNITS = {"time": "days since 1970-01-01", "time_of_day": "hours since midnight", "duration": "seconds"}
+
+#: A second in each unit of an Arrow timestamp, time of day or duration.
+_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
 def numbers(array):
     """A numeric, boolean, null or time column as float64 values, NaN where one is missing.
 
     Timestamps and dates become days since 1970-01-01 (a timestamp with a time zone counts
-    from midnight UTC), with the time of day as the fraction: one continuous input for the
-    kernel, which standardises it.
+    from midnight UTC), with the time of day as the fraction; times of day become hours
+    since midnight, and durations seconds (:data:`TIME_UNITS`): one continuous input each
+    for the kernel, which standardises it.
     """
     type_ = array.type
 
@@ -83,9 +92,14 @@ def numbers(array):
         return pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
 
     if pa.types.is_timestamp(type_):
-        return as_floats(pc.cast(array, pa.int64())) / _DAY[type_.unit]
+        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND[type_.unit])
+    if pa.types.is_time(type_):
+        ticks = pc.cast(array, pa.int32() if pa.types.is_time32(type_) else pa.int64())
+        return as_floats(ticks) / (3_600 * _SECOND[type_.unit])
+    if pa.types.is_duration(type_):
+        return as_floats(pc.cast(array, pa.int64())) / _SECOND[type_.unit]
     if pa.types.is_date64(type_):
-        return as_floats(pc.cast(array, pa.int64())) / _DAY["ms"]
+        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND["ms"])
     if pa.types.is_date32(type_):
         return as_floats(pc.cast(array, pa.int32()))
     return as_floats(array)
@@ -108,7 +122,8 @@ class ColumnEncoding:
     """How table columns become the numeric feature block ``X``.
 
     Numeric and boolean columns pass through as one float column each (booleans as 0/1,
-    timestamps and dates as days since 1970-01-01);
+    timestamps and dates as days since 1970-01-01, times of day as hours, durations as
+    seconds);
     each column named in ``categories`` is one-hot encoded into one output column per
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
 
@@ -316,7 +331,7 @@ class ColumnEncoding:
                 self._one_hot(array, column, X_transposed[start:start + width], rows)
                 start += width
                 continue
-            if column_kind(array.type) not in ("integer", "float", "bool", "null", "time"):
+            if column_kind(array.type) not in ("integer", "float", "bool", "null", *TIME_UNITS):
                 raise DataSourceError(
                     f"column {column!r} has type {array.type}, which is not numeric, and the "
                     "encoding lists no categories for it; fit an encoding that covers it "

@@ -23,7 +23,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._encoding import column_kind, merge_kinds
+from ._encoding import TIME_UNITS, column_kind, merge_kinds
 from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
 )
@@ -194,7 +194,7 @@ class TableLayout:
         if self.format == "parquet":
             return None
         fixed = {"bool": pa.bool_(), "categorical": pa.string()}
-        types = {column: self.schemas[0].field(column).type if kind == "time" else fixed.get(kind, pa.float64())
+        types = {column: self.schemas[0].field(column).type if kind in TIME_UNITS else fixed.get(kind, pa.float64())
                  for column, kind in kinds.items()}
         if target and kinds[target] == "integer":
             types[target] = pa.int64()

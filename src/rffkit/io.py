@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._array_source import ArraySource
-from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, refuse_text_among_numbers
+from ._encoding import LEAVE_OUT, TIME_UNITS, ColumnEncoding, learn_encoding, refuse_text_among_numbers
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
     Chunk,
@@ -141,14 +141,16 @@ class TableSource:
                     f"feature column {column!r} has type {type_}, which the encoding does not "
                     "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
                                              else "") + f"{LEAVE_OUT}.")
-        if target and self._kinds[target] in ("unsupported", "time"):
+        if target and (self._kinds[target] == "unsupported" or self._kinds[target] in TIME_UNITS):
             raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
                                   "numbers, booleans or strings.")
 
     @property
     def time_columns(self):
-        """The feature columns of timestamps or dates, which ``X`` holds as days since 1970-01-01 (list of str)."""
-        return [column for column in self.encoding.columns if self._kinds[column] == "time"]
+        """The feature columns of dates, times of day or durations, each with the number ``X`` holds
+        for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._encoding.numbers`)."""
+        return {column: TIME_UNITS[self._kinds[column]] for column in self.encoding.columns
+                if self._kinds[column] in TIME_UNITS}
 
     files = property(lambda self: list(self._layout.files))
     format = property(lambda self: self._layout.format)
