@@ -371,3 +371,36 @@ def test_a_date_column_is_an_input_and_the_report_says_how(tmp_path, capsys):
     assert "dates and times: day as days since 1970-01-01; at as hours since midnight" in out
     assert rffkit.load(tmp_path / "m.rffkit")["meta"]["time_columns"] == ["day", "at"]
     _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "t.parquet", "--output", tmp_path / "p.csv")
+
+
+def test_a_target_of_one_value_or_one_training_class_is_a_clear_error(tmp_path, capsys):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60), "n": 20})
+    frame.to_csv(tmp_path / "one.csv", index=False)
+    assert cli.main(["fit", str(tmp_path / "one.csv"), "--target", "n", "--output", str(tmp_path / "m.rffkit")]) == 2
+    assert "the target 'n' holds one value (20) on all 60 rows" in capsys.readouterr().err
+    held_out = validation_mask(np.arange(60), 0.2, 0)
+    frame["n"] = np.where(np.arange(60) == np.flatnonzero(held_out)[0], "rare", "common")
+    frame.to_csv(tmp_path / "rare.csv", index=False)
+    assert cli.main(["fit", str(tmp_path / "rare.csv"), "--target", "n", "--output", str(tmp_path / "m.rffkit")]) == 2
+    err = capsys.readouterr().err
+    assert "training rows hold one class ('common'); the others ('rare') are only on held-out rows" in err
+    assert not (tmp_path / "m.rffkit").exists()
+
+
+def test_exclude_leaves_an_identifier_out(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=1500)
+    path = tmp_path / "t.csv"
+    pa_csv.write_csv(pa.table({"id": [f"row{k}" for k in range(1500)], "x": x, "y": np.sin(x)}), path)
+    assert cli.main(["fit", str(path), "--target", "y", "--output", str(tmp_path / "m.rffkit")]) == 2
+    assert "--exclude on the command line" in capsys.readouterr().err
+    _run(capsys, "fit", path, "--target", "y", "--exclude", "id", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+    assert rffkit.load(tmp_path / "m.rffkit")["encoding"]["columns"] == ["x"]
+    assert cli.main(["fit", str(path), "--target", "y", "--exclude", "id", "--features", "x"]) == 2
+    assert "argument --features: not allowed with argument --exclude" in capsys.readouterr().err
+    # a column named like an option: argparse's error says how to write it
+    assert cli.main(["fit", str(path), "--target", "-a"]) == 2
+    assert "a value that starts with '-' is written --target=VALUE" in capsys.readouterr().err

@@ -265,7 +265,7 @@ def test_a_numeric_column_with_text_in_it_is_refused_naming_the_values_and_their
     message = _message(excinfo)
     assert message.startswith("column 'dose' holds numbers and text: 94 of its distinct values are numbers and 2 "
                               "are not: '?' (row 12), '-' (row 45). Is that a placeholder for missing values?")
-    assert message.endswith("or leave it out (features=[...] in Python, --features on the command line).")
+    assert message.endswith("or leave it out (exclude=[...] in Python, --exclude on the command line).")
 
 
 def test_past_max_categories_the_text_among_numbers_is_still_named(rng, tmp_path):
@@ -303,7 +303,7 @@ def test_numbers_with_thousands_separators_are_numbers_written_as_text(rng, tmp_
 def test_a_text_column_with_a_value_per_row_is_named_as_an_identifier(table, tmp_path):
     names = pa.array([f"patient {k}" for k in range(N_ROWS)])
     with pytest.warns(UserWarning, match=r"column 'name' has 97 distinct values in 97 rows: an identifier\? .*"
-                                         r"--features on the command line"):
+                                         r"--exclude on the command line"):
         source = open_table(_write(table.append_column("name", names), tmp_path, "part", sizes=[50, 47]), target="y")
     assert len(source.encoding.categories["name"]) == N_ROWS  # a warning: the user may mean it
     few = pa.array([f"ward {k % 20}" for k in range(N_ROWS)])  # 20 levels, any number of rows: no warning
@@ -632,3 +632,16 @@ def test_times_of_day_are_hours_and_durations_seconds(tmp_path):
                    tmp_path / "e.parquet")
     with pytest.raises(DataSourceError, match="air"):
         open_table([tmp_path / "d.parquet", tmp_path / "e.parquet"], target="y")
+
+
+def test_exclude_leaves_columns_out_of_the_default_features(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,a,b,y\nr1,1.0,2.0,0.5\nr2,2.0,3.0,1.5\n")
+    assert open_table(path, target="y", exclude=["id"]).feature_names == ["a", "b"]
+    assert open_table(path, target="y", exclude="b").feature_names == ["id=r1", "id=r2", "a"]
+    with pytest.raises(ColumnNotFoundError, match="excluded column 'c' is not in"):
+        open_table(path, target="y", exclude=["c"])
+    with pytest.raises(ValueError, match="give features or exclude, not both"):
+        open_table(path, target="y", features=["a"], exclude=["id"])
+    with pytest.raises(DataSourceError, match="no feature columns"):
+        open_table(path, target="y", exclude=["id", "a", "b"])

@@ -49,7 +49,7 @@ from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_l
 from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
-from ._validation import as_tensor, resolve_device, torch_generator
+from ._validation import as_tensor, one_class_error, resolve_device, torch_generator
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -136,8 +136,7 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
     every_count = np.concatenate([c for part in parts for c in part[2]])
     merged.counts = np.bincount(inverse.ravel(), weights=every_count, minlength=merged.classes.shape[0]).astype(int)
     if merged.classes.shape[0] < 2:
-        raise ValueError(f"{owner}: the target holds only one class ({merged.classes[0]!r}); classification "
-                         "needs at least two classes.")
+        raise one_class_error(owner, merged.classes[0])
     pieces = [sample.result() for sample in merged_samples if sample.n_seen]
     if pieces:
         X, y, rows = (np.concatenate([piece[k] for piece in pieces]) for k in range(3))

@@ -19,6 +19,7 @@ from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure,
     estimators, load_model, parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
+from ._io_base import listing
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
@@ -128,6 +129,12 @@ def _fit_model(args, source, estimator, scale, world, report):
         if n_train < 2:
             raise CommandLineError(f"only {n_train} training row(s) remain after holding out "
                                    f"{n_test}; lower --test-size or give more rows.")
+        trained = np.unique(y[~held_out]) if report.data["task"] == "classification" else ()
+        if len(trained) == 1:
+            others = listing(np.setdiff1d(np.unique(y), trained).tolist())
+            raise CommandLineError(f"the {n_train} training rows hold one class ({listing(trained.tolist())}); "
+                                   f"the others ({others}) are only on held-out rows: give more rows of "
+                                   "them, or lower --test-size.")
         model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
         start = time.perf_counter()
         model.fit(X[~held_out], y[~held_out])
@@ -160,12 +167,15 @@ def fit_command(args):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         # the categories and fill means come from the training rows: the held-out ones are new data
-        source = open_table(args.data, target=args.target, features=args.features, dtype=dtype,
-                            missing=args.missing, drop_missing_target=args.missing == "encode",
+        source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
+                            dtype=dtype, missing=args.missing, drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         kind, values, n_rows, numbers_in_text = summarise_target(source)
         if n_rows == 0:
             raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
+        if values is not None and len(values) == 1:
+            raise CommandLineError(f"the target {args.target!r} holds one value ({listing(values)}) on all "
+                                   f"{n_rows} rows: there is nothing to predict.")
         task, why = choose_task(args.task, kind, values, numbers_in_text)
         if (args.model, task) not in estimators():
             raise CommandLineError(f"--model {args.model} fits regression only and the task is "

@@ -37,7 +37,7 @@ __all__ = ["ColumnEncoding", "TIME_UNITS", "column_kind", "merge_kinds", "number
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
 #: How the messages about a column say to do without it, in Python and on the command line.
-LEAVE_OUT = "leave it out (features=[...] in Python, --features on the command line)"
+LEAVE_OUT = "leave it out (exclude=[...] in Python, --exclude on the command line)"
 #: The name of the output column of a missing value: a text column's category, a numeric column's indicator.
 MISSING = "(missing)"
 

@@ -34,6 +34,7 @@ __all__ = [
     "LARGEST_LEARNING_RATE",
     "SMALLEST_PENALTY",
     "check_input",
+    "one_class_error",
     "final_estimator",
     "standard_scale",
     "check_finite_features",
@@ -108,6 +109,7 @@ def _warn(message, category):
 
 
 def _short(value, limit=40):
+    value = value.item() if isinstance(value, np.generic) else value  # 20, not np.int64(20)
     text = repr(str(value) if isinstance(value, str) else value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -259,6 +261,12 @@ def _check_label_types(owner, y):
             f"{owner}: y mixes strings and other labels (e.g. {_short(example_text)} and {_short(example_other)}); "
             "class labels must be all strings or all numbers."
         )
+
+
+def one_class_error(owner, label):
+    """The error for a classification target whose every row is the class ``label``."""
+    return ValueError(f"{owner}: the target holds only one class ({_short(label)}); classification needs at "
+                      "least two.")
 
 
 def _warn_if_small(owner, classifier, y, n_samples):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 
@@ -51,6 +52,9 @@ def __getattr__(name):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
+        option = re.fullmatch(r"argument (--[\w-]+).*: expected one argument", message)
+        if option:  # such as --target -a, whose value argparse takes for an option
+            message += f"; a value that starts with '-' is written {option.group(1)}=VALUE"
         raise CommandLineError(f"{message} (see {self.prog} --help)")
 
 
@@ -98,8 +102,11 @@ def build_parser():
     fit.add_argument("--target", required=True, metavar="COL", help="the column to predict")
     fit.add_argument("--task", choices=["auto", "regression", "classification"], default="auto")
     fit.add_argument("--model", choices=["rffnet", "ridge", "srff"], default="rffnet")
-    fit.add_argument("--features", nargs="+", metavar="COL",
-                     help="the input columns (default: every column but the target)")
+    columns = fit.add_mutually_exclusive_group()
+    columns.add_argument("--features", nargs="+", metavar="COL",
+                         help="the input columns (default: every column but the target)")
+    columns.add_argument("--exclude", nargs="+", metavar="COL",
+                         help="columns to leave out of the inputs, such as an identifier")
     fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                      help="an estimator parameter, nested ones too (features__n_components=2000); "
                           "repeat for more; values are Python literals or text")

@@ -327,7 +327,7 @@ def _row_mask(learn_rows, rows):
     return mask
 
 
-def open_table(paths, target=None, *, features=None, format=None,
+def open_table(paths, target=None, *, features=None, exclude=None, format=None,
                chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error",
                drop_missing_target=False, learn_rows=None):
     """Open Parquet or CSV files as one streamed table.
@@ -343,6 +343,9 @@ def open_table(paths, target=None, *, features=None, format=None,
     features : list of str, optional
         Feature columns, in this order; default every column but the target (and pandas'
         ``__index_level_N__`` columns), in the order of the first file.
+    exclude : list of str, optional
+        Columns left out of the default features (an identifier, a row label); only
+        without ``features``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
     chunk_rows : int, default=65536
@@ -420,9 +423,17 @@ def open_table(paths, target=None, *, features=None, format=None,
         raise ValueError("open_table: encoding must be 'auto' or a ColumnEncoding; "
                          f"got {short(encoding)}.")
     check_missing(missing, "open_table")
+    exclude = [] if exclude is None else [exclude] if isinstance(exclude, str) else list(exclude)
+    if exclude and features is not None:
+        raise ValueError("open_table: give features or exclude, not both.")
+    absent = [name for name in exclude if name not in available]
+    if absent:
+        raise ColumnNotFoundError(f"excluded column{'s' if len(absent) > 1 else ''} {listing(absent)} "
+                                  f"{'are' if len(absent) > 1 else 'is'} not in {files[0]!r}; its columns are "
+                                  f"{listing(available)}.")
     if features is None:
         features = [name for name in available
-                    if name != target and not re.fullmatch(r"__index_level_\d+__", name)]
+                    if name != target and name not in exclude and not re.fullmatch(r"__index_level_\d+__", name)]
         for path, schema in zip(files, layout.schemas):
             extra = [name for name in schema.names if name not in available]
             if extra:

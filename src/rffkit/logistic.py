@@ -23,7 +23,7 @@ from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
 from ._rffnet_stream import is_stream
-from ._validation import FLOAT32_MAX, check_input, resolve_device, torch_dtype_for
+from ._validation import FLOAT32_MAX, check_input, one_class_error, resolve_device, torch_dtype_for
 from .ridge import fitted_features
 
 __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
@@ -162,10 +162,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         classes, labels = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data, but the "
-                f"data contains only one class: {classes[0]!r}."
-            )
+            raise one_class_error(type(self).__name__, classes[0])
         device = resolve_device(self.device, owner=type(self).__name__)
         features, Z = fitted_features(self, X)
         np_dtype = np.float32 if X.dtype == np.float32 else np.float64

@@ -30,7 +30,7 @@ from ._adam_stream import fit_adam_stream, runs_adam
 from ._classifier_stream import StreamedAccuracy, fit_rffnet_classifier_stream, per_chunk
 from ._rffnet_stream import fit_stream, is_stream, predict_stream, score_stream
 from ._guards import atomic_fit, within_limits
-from ._validation import as_tensor, check_input
+from ._validation import as_tensor, check_input, one_class_error
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier"]
 
@@ -200,10 +200,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         if encoder.classes_.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__}: y contains only one class ({encoder.classes_[0]!r}); "
-                "classification needs at least two classes."
-            )
+            raise one_class_error(type(self).__name__, encoder.classes_[0])
         return encoder.transform(y), encoder.classes_.shape[0], encoder.classes_
 
     def _set_target_state(self, classes):
