@@ -145,6 +145,16 @@ def test_task_auto_rule(kind, values, task):
     assert choose_task("auto", kind, values)[0] == task
 
 
+def test_classes_need_two_rows_each_on_average():
+    assert choose_task("auto", "i", list(range(10)), n_rows=20)[0] == "classification"
+    task, why = choose_task("auto", "i", list(range(11)), n_rows=20)  # scikit-learn's type_of_target: continuous
+    assert task == "regression" and "11 distinct whole numbers in 20 rows" in why
+    assert choose_task("auto", "b", [False, True], n_rows=3)[0] == "classification"
+    for kind, values, requested in (("O", None, "auto"), ("i", list(range(11)), "classification")):
+        with pytest.raises(cli.CommandLineError, match="11 distinct values in 20 rows: a class has fewer than two rows"):
+            choose_task(requested, kind, values, n_rows=20, n_distinct=11)
+
+
 def test_classification_with_probabilities(tmp_path, capsys):
     columns = _columns()
     columns["y"] = np.digitize(columns["x"], [-0.7, 0.7])  # three classes 0, 1, 2
@@ -388,6 +398,15 @@ def test_a_target_of_one_value_or_one_training_class_is_a_clear_error(tmp_path, 
     err = capsys.readouterr().err
     assert "training rows hold one class ('common'); the others ('rare') are only on held-out rows" in err
     assert not (tmp_path / "m.rffkit").exists()
+
+
+def test_a_text_target_of_one_value_per_row_is_refused(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "t.csv"
+    pa_csv.write_csv(pa.table({"x": rng.normal(size=50), "name": [f"car {k % 40}" for k in range(50)]}), path)
+    assert cli.main(["fit", str(path), "--target", "name", "--output", str(tmp_path / "m.rffkit")]) == 2
+    err = capsys.readouterr().err
+    assert "the target holds 40 distinct values in 50 rows" in err and "choose another --target." in err
 
 
 def test_exclude_leaves_an_identifier_out(tmp_path, capsys):

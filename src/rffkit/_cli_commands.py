@@ -170,13 +170,13 @@ def fit_command(args):
         source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
                             dtype=dtype, missing=args.missing, drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
-        kind, values, n_rows, numbers_in_text = summarise_target(source)
+        kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
         if n_rows == 0:
             raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
         if values is not None and len(values) == 1:
             raise CommandLineError(f"the target {args.target!r} holds one value ({listing(values)}) on all "
                                    f"{n_rows} rows: there is nothing to predict.")
-        task, why = choose_task(args.task, kind, values, numbers_in_text)
+        task, why = choose_task(args.task, kind, values, numbers_in_text, n_rows, n_distinct)
         if (args.model, task) not in estimators():
             raise CommandLineError(f"--model {args.model} fits regression only and the task is "
                                    f"{task} ({why}); use --model rffnet or --model ridge.")

@@ -97,15 +97,22 @@ def configure(estimator, settings, n_columns):
     return estimator.set_params(**settings)
 
 
+#: Distinct values of a text target counted before :func:`summarise_target` stops counting.
+MAX_COUNTED_CLASSES = 1_000_000
+
+
 def summarise_target(source):
-    """One pass over the target column: ``(kind, values, rows, numbers_in_text)``.
+    """One pass over the target column: ``(kind, values, rows, numbers_in_text, n_distinct)``.
 
     ``kind`` is the numpy kind of its values, ``values`` the sorted distinct values (None
     if more than ``MAX_AUTO_CLASSES``), ``numbers_in_text`` what
     :meth:`NumbersInText.message` says of a text target that is a numeric column with a
-    few other values in it (else None).
+    few other values in it (else None), ``n_distinct`` the number of distinct values (None
+    when not known: a numeric target of more than ``MAX_AUTO_CLASSES``, or a text target of
+    more than ``MAX_COUNTED_CLASSES``).
     """
     kind, values, n_rows = None, set(), 0
+    texts = set()  # a text target's distinct values, counted past MAX_AUTO_CLASSES
     check = NumbersInText(source.target)
     for chunk in source.with_encoding(ColumnEncoding([])).iter_chunks():
         kind, n_rows = chunk.y.dtype.kind, n_rows + chunk.y.shape[0]
@@ -114,40 +121,61 @@ def summarise_target(source):
         distinct = np.unique(chunk.y).tolist()
         if kind in "OUS":
             check.update(distinct, lambda value: at_row(np.flatnonzero(chunk.y == value)[0], chunk.rows))
+            if texts is not None:
+                texts.update(distinct)
+                texts = texts if len(texts) <= MAX_COUNTED_CLASSES else None
         if values is not None:
             values.update(distinct)
             values = values if len(values) <= MAX_AUTO_CLASSES else None
-    return kind, None if values is None else sorted(values), n_rows, check.message(PLACEHOLDER_IN_FILE)
+    n_distinct = len(values) if values is not None else len(texts) if kind in "OUS" and texts is not None else None
+    return kind, None if values is None else sorted(values), n_rows, check.message(PLACEHOLDER_IN_FILE), n_distinct
 
 
-def choose_task(requested, kind, values, numbers_in_text=None):
+def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_distinct=None):
     """The task and why: text or booleans, or at most 20 whole numbers, make classes.
 
-    A text target of numbers with a few other values (``numbers_in_text``, the message of
+    Whole numbers make classes only where there are at least twice as many rows
+    (``n_rows``) as values, as in scikit-learn's ``type_of_target``; a classification
+    whose classes have fewer rows than that on average (``n_distinct`` values: names,
+    addresses, one per row) is an error, as no class could be learned. A text target of
+    numbers with a few other values (``numbers_in_text``, the message of
     :func:`summarise_target`) is an error unless the classification is asked for.
 
     >>> choose_task("auto", "i", [0, 1, 2])
     ('classification', 'the target holds 3 distinct whole numbers (at most 20 make classes)')
     >>> choose_task("auto", "f", None)[0]
     'regression'
+    >>> choose_task("auto", "i", list(range(15)), n_rows=20)[1]
+    'the target holds 15 distinct whole numbers in 20 rows (classes need two rows each on average)'
     """
+    n_distinct = len(values) if n_distinct is None and values is not None else n_distinct
+    too_few = n_rows is not None and n_distinct is not None and n_distinct > 2 and 2 * n_distinct > n_rows
     if kind in "OUSb":
         why = "the target holds " + ("booleans" if kind == "b" else "text")
         if numbers_in_text is not None and requested != "classification":
             raise CommandLineError(f"{numbers_in_text}; or pass --task classification to make each value a class.")
         if requested == "regression":
             raise CommandLineError(f"{why}; regression needs numbers: use --task classification.")
-        return "classification", why
-    whole = values is not None and all(float(value).is_integer() for value in values)
-    if whole:
-        why = f"the target holds {len(values)} distinct whole numbers (at most {MAX_AUTO_CLASSES} make classes)"
-    elif values is None:
-        why = f"the target holds more than {MAX_AUTO_CLASSES} distinct numbers"
+        task = "classification"
     else:
-        why = "the target holds numbers that are not whole"
-    if requested != "auto":
-        return requested, "as asked"
-    return ("classification" if whole else "regression"), why
+        whole = values is not None and all(float(value).is_integer() for value in values)
+        if whole:
+            why = f"the target holds {len(values)} distinct whole numbers (at most {MAX_AUTO_CLASSES} make classes)"
+            if too_few:
+                why = (f"the target holds {len(values)} distinct whole numbers in {n_rows} rows (classes need two "
+                       "rows each on average)")
+        elif values is None:
+            why = f"the target holds more than {MAX_AUTO_CLASSES} distinct numbers"
+        else:
+            why = "the target holds numbers that are not whole"
+        task = requested if requested != "auto" else "classification" if whole and not too_few else "regression"
+        why = "as asked" if requested != "auto" else why
+    if task == "classification" and too_few:
+        raise CommandLineError(
+            f"the target holds {n_distinct} distinct values in {n_rows} rows: a class has fewer than two rows on "
+            "average, too few to learn it from (a name or an identifier?); choose another --target"
+            + ("" if kind in "OUSb" else ", or --task regression") + ".")
+    return task, why
 
 
 def takes_sources(estimator, sample):

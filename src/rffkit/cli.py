@@ -60,7 +60,8 @@ class _Parser(argparse.ArgumentParser):
 
 FIT_EPILOG = f"""\
 task: --task auto makes a classification of a target that holds text or booleans, or at
-  most {MAX_AUTO_CLASSES} distinct whole numbers; any other numeric target is a regression.
+  most {MAX_AUTO_CLASSES} distinct whole numbers on at least twice as many rows; any other numeric
+  target is a regression. Classes of fewer than two rows on average (names) are an error.
 models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge (regression)
   or RFFClassifier, both after a StandardScaler; srff is SRFFRegressor (regression only).
   Text columns are one-hot encoded; relevances are reported per original column, the
