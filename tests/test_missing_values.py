@@ -312,3 +312,21 @@ def test_command_line_learns_the_encoding_on_the_training_rows(tmp_path, capsys)
     assert "purple" not in encoding["categories"]["colour"]
     assert encoding["fill_values"]["x"] == pytest.approx(frame.loc[~held_out, "x"].mean(), rel=1e-12)
     assert encoding["fill_values"]["x"] != pytest.approx(frame["x"].mean(), rel=1e-6)
+
+
+def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
+    frame = _frame()
+    frame.sort_values("y").reset_index(drop=True).to_csv(tmp_path / "pandas.csv")  # the index, from 0, unnamed
+    with pytest.warns(UserWarning, match=r"column '' \(the unnamed column .*\) holds the row numbers \(0, 1, 2"):
+        open_table(tmp_path / "pandas.csv", target="y", missing="encode")
+    frame.insert(0, "rownames", np.arange(1, len(frame) + 1))
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    with pytest.warns(UserWarning, match=r"column 'rownames' holds the row numbers \(1, 2, 3, \.\.\. in file order\)"):
+        source = open_table(tmp_path / "r.csv", target="y", missing="encode", chunk_rows=50)
+    assert "rownames" in source.feature_names  # a warning: the user decides
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        open_table(tmp_path / "r.csv", target="y", missing="encode", exclude=["rownames"])
+        frame["rownames"] = frame["rownames"].sample(frac=1.0, random_state=0).to_numpy()  # a shuffled label
+        frame.to_csv(tmp_path / "shuffled.csv", index=False)
+        open_table(tmp_path / "shuffled.csv", target="y", missing="encode")

@@ -413,6 +413,34 @@ def refuse_text_among_numbers(batches, column, *, nulls=False):
                               f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
 
 
+class RowNumbers:
+    """Whether a numeric column holds the global row numbers, from 0 or from 1, on every row read.
+
+    Such a column is a row label (pandas' index or R's row names written to the file), not a
+    measurement: a model can only misuse it, and in a file sorted by the target it gives
+    the target away.
+    """
+
+    def __init__(self, column):
+        self.column, self.starts, self.n_rows = column, {0, 1}, 0
+
+    def update(self, values, rows):
+        if rows is None:
+            self.starts = set()
+        if self.starts:
+            self.starts = {start for start in self.starts if np.array_equal(values, rows + start)}
+            self.n_rows += len(rows)
+
+    def warn(self):
+        if self.starts and self.n_rows > NUMBERS_IN_TEXT_MIN:
+            start = min(self.starts)
+            where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
+            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, ... "
+                          "in file order): a row label, not a measurement, which a model can only misuse (in a "
+                          f"file sorted by the target it gives the target away); {LEAVE_OUT}.",
+                          UserWarning, stacklevel=5)
+
+
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
@@ -433,7 +461,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
       ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
     * With ``missing='encode'``, the mean of each numeric column over its values (its fill
       value; 0 for a column with none) and which of them have a missing value (null or
-      NaN; they get an indicator). With ``missing='error'`` the numeric columns are not
+      NaN; they get an indicator). A numeric column that holds the row numbers draws a
+      warning (:class:`RowNumbers`). With ``missing='error'`` the numeric columns are not
       read, and a null in a text column raises :class:`MissingValueError`.
 
     Returns
@@ -447,6 +476,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     checks = {column: NumbersInText(column) for column in categorical}
     too_many = []  # past max_categories, but numbers so far: read on, to name the text among them
     sums = {column: [0.0, 0] for column in (numeric if encode else ())}  # sum and count of the values
+    labels = [RowNumbers(column) for column in sums]
 
     def too_many_categories(column):
         return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
@@ -468,10 +498,11 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                 if checks[column].message() is None:
                     raise too_many_categories(column)
                 too_many.append(column)
-        for column, totals in sums.items():
+        for (column, totals), label in zip(sums.items(), labels):
             values = numbers(batch.column(column))
             present = ~np.isnan(values)
             check_finite(values[present], column, None if rows is None else rows[present])
+            label.update(values, rows)
             if sample is not batch:
                 values = numbers(sample.column(column))
                 present = ~np.isnan(values)
@@ -491,6 +522,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     learned = {"categories": {column: sorted(values, key=lambda value: (value is None, value or ""))
                               for column, values in seen.items()}}
     if encode:
+        for label in labels:
+            label.warn()
         for column, (_, count) in sums.items():
             if count == 0 and n_rows:
                 warnings.warn(f"column {column!r} has no value in {n_rows:,} rows: it carries nothing for the model; "
