@@ -435,9 +435,9 @@ class RowNumbers:
         if self.starts and self.n_rows > NUMBERS_IN_TEXT_MIN:
             start = min(self.starts)
             where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
-            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, ... "
-                          "in file order): a row label, not a measurement, which a model can only misuse (in a "
-                          f"file sorted by the target it gives the target away); {LEAVE_OUT}.",
+            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
+                          "... in file order): a row label, not a measurement, which a model can only misuse (in "
+                          f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
                           UserWarning, stacklevel=5)
 
 
