@@ -29,7 +29,7 @@ from ._guards import large_blas_call
 
 __all__ = [
     "on_cpu", "syrk_pays", "syrk_upper", "system_upper", "bordered_system_upper", "gram_matrix", "matmul",
-    "cholesky_solve_upper", "spd_inverse_upper", "cos", "sin",
+    "cholesky_solve_upper", "spd_inverse_upper", "symmetric_eigh", "cos", "sin",
 ]
 
 #: From this many multiply-adds a product runs on all of rffkit's threads, below on one.
@@ -244,6 +244,24 @@ def spd_inverse_upper(system):
         return None
     upper = np.triu(inverse)
     return upper + np.triu(inverse, 1).T
+
+
+def symmetric_eigh(matrix):
+    """``torch.linalg.eigh(matrix)``, retried where LAPACK's solver does not converge.
+
+    The solver can fail on a Gram matrix that is badly scaled or nearly all zero: one of
+    constant inputs in float32, or a curvature-weighted one of hundreds of classes, whose
+    entries were all below 1e-6 with 598 of its 663 columns zero (converged once scaled by
+    1e6). The retry decomposes ``matrix / c`` in float64, ``c`` its largest diagonal
+    entry, and scales the eigenvalues back; the result keeps the input's dtype.
+    """
+    try:
+        return torch.linalg.eigh(matrix)
+    except torch.linalg.LinAlgError:
+        scale = torch.diagonal(matrix).abs().max().double()
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        values, vectors = torch.linalg.eigh(matrix.double() / scale)
+        return (values * scale).to(matrix.dtype), vectors.to(matrix.dtype)
 
 
 def _differentiable(value, derivative):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._dense import gram_matrix, matmul
+from ._dense import gram_matrix, matmul, symmetric_eigh
 from ._logistic import (
     LogisticHead,
     _as_target,
@@ -62,11 +62,11 @@ def logistic_spectrum(Z, *, relative_floor=1e-10):
     Zc = (Z - mean).double()
     n, D = Zc.shape
     if D <= n:
-        s, V = torch.linalg.eigh(gram_matrix(Zc))
+        s, V = symmetric_eigh(gram_matrix(Zc))
         keep = s > relative_floor * s.max().clamp_min(1e-300)
         s, V = s[keep], V[:, keep]
     else:
-        s, U = torch.linalg.eigh(gram_matrix(Zc.T))
+        s, U = symmetric_eigh(gram_matrix(Zc.T))
         keep = s > relative_floor * s.max().clamp_min(1e-300)
         s, U = s[keep], U[:, keep]
         V = matmul(Zc.T, U) / s.sqrt()

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._dense import symmetric_eigh
 from ._logistic import _as_target, _sample_losses, objective_and_gradient
 from ._streaming import validation_mask
 from ._sufficient import block_rows_for
@@ -96,7 +97,7 @@ class SampleCurvature:
             block = (Z - mean) * w[start:start + Z.shape[0], None].sqrt()
             gram += block.T @ block
             start += Z.shape[0]
-        s, V = torch.linalg.eigh(gram / max(self.Z.shape[0], 1))
+        s, V = symmetric_eigh(gram / max(self.Z.shape[0], 1))
         return Preconditioner(mean, V, s.clamp_min(0.0))
 
 

@@ -29,6 +29,7 @@ from ._dense import (
     matmul,
     on_cpu,
     spd_inverse_upper,
+    symmetric_eigh,
     syrk_pays,
     system_upper,
 )
@@ -277,7 +278,7 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc, yc = Z - z_mean, y - y_mean
     # the n D^2 products run in the dtype of Z, the D x D eigendecomposition in float64
-    eigenvalues, V = torch.linalg.eigh(gram_matrix(Zc).double())
+    eigenvalues, V = symmetric_eigh(gram_matrix(Zc).double())
     spectrum = RidgeSpectrum(
         form="primal",
         eigenvalues=eigenvalues.clamp_min(0.0),

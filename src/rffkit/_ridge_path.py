@@ -48,6 +48,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ._dense import symmetric_eigh
+
 __all__ = [
     "RidgeSpectrum",
     "ridge_spectrum",
@@ -102,21 +104,6 @@ def _writable(array):
     return array if array.flags.writeable else array.copy()
 
 
-def _eigh(matrix):
-    """``torch.linalg.eigh``, retried in float64 when a float32 decomposition does not converge.
-
-    LAPACK's float32 solver can fail on a (near) zero or badly scaled Gram matrix, e.g.
-    of constant inputs; float64 converges there. The result keeps the input's dtype.
-    """
-    try:
-        return torch.linalg.eigh(matrix)
-    except torch.linalg.LinAlgError:
-        if matrix.dtype == torch.float64:
-            raise
-        values, vectors = torch.linalg.eigh(matrix.double())
-        return values.to(matrix.dtype), vectors.to(matrix.dtype)
-
-
 def _dense_tensor(array, dtype, device):
     return torch.as_tensor(np.ascontiguousarray(_writable(np.asarray(array))), dtype=dtype, device=device)
 
@@ -169,7 +156,7 @@ def ridge_spectrum(Z, y, *, fit_intercept, dtype, device, form="auto"):
         else:
             gram = Zt.T @ Zt
             zty = Zt.T @ yc
-        s, V = _eigh(gram)
+        s, V = symmetric_eigh(gram)
         q = V.T @ zty
         vectors = V
         p = None
@@ -182,7 +169,7 @@ def ridge_spectrum(Z, y, *, fit_intercept, dtype, device, form="auto"):
             kernel = torch.as_tensor(kernel, dtype=dtype, device=device)
         else:
             kernel = Zt @ Zt.T
-        s, U_hat = _eigh(kernel)
+        s, U_hat = symmetric_eigh(kernel)
         p = U_hat.T @ yc
         q = torch.sqrt(torch.clamp(s, min=0.0))[:, None] * p
         vectors = U_hat

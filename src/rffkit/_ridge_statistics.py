@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._dense import gram_matrix
+from ._dense import gram_matrix, symmetric_eigh
 from ._ridge_path import RidgeSpectrum, path_coefficients
 from .distributed import all_reduce_sum, world
 
@@ -252,7 +252,7 @@ class RidgeStatistics:
         """
         self._require_rows(2 if self.fit_intercept else 1)
         gram, cross, y_norm2, feature_mean, target_mean = self.centred()
-        eigenvalues, eigenvectors = torch.linalg.eigh(gram)
+        eigenvalues, eigenvectors = symmetric_eigh(gram)
         del gram
         return RidgeSpectrum(
             form="primal",
