@@ -423,3 +423,17 @@ def test_exclude_leaves_an_identifier_out(tmp_path, capsys):
     # a column named like an option: argparse's error says how to write it
     assert cli.main(["fit", str(path), "--target", "-a"]) == 2
     assert "a value that starts with '-' is written --target=VALUE" in capsys.readouterr().err
+
+
+def test_a_trial_fit_that_fails_numerically_does_not_end_the_command(monkeypatch):
+    """takes_sources: a LinAlgError (a RuntimeError) of the 32-row trial fit is a failed trial, not a traceback."""
+    import torch
+
+    from rffkit import RFFRidge
+
+    def fail(self, X, y=None):
+        raise torch.linalg.LinAlgError("linalg.eigh: The algorithm failed to converge")
+
+    monkeypatch.setattr(RFFRidge, "fit", fail)
+    X, y = np.random.default_rng(0).normal(size=(32, 3)), np.arange(32.0)
+    assert takes_sources(RFFRidge(), (X, y))  # both trials failed: the rows are at fault, the real fit will say
