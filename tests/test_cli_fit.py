@@ -150,6 +150,8 @@ def test_classes_need_two_rows_each_on_average():
     task, why = choose_task("auto", "i", list(range(11)), n_rows=20)  # scikit-learn's type_of_target: continuous
     assert task == "regression" and "11 distinct whole numbers in 20 rows" in why
     assert choose_task("auto", "b", [False, True], n_rows=3)[0] == "classification"
+    with pytest.raises(cli.CommandLineError, match="9,409 distinct values: a classification of more than 1,000"):
+        choose_task("auto", "O", None, n_rows=26_217, n_distinct=9_409)  # DAAG nassCDS' caseid
     for kind, values, requested in (("O", None, "auto"), ("i", list(range(11)), "classification")):
         with pytest.raises(cli.CommandLineError, match="11 distinct values in 20 rows: a class has fewer than two rows"):
             choose_task(requested, kind, values, n_rows=20, n_distinct=11)

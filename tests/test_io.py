@@ -645,3 +645,16 @@ def test_exclude_leaves_columns_out_of_the_default_features(tmp_path):
         open_table(path, target="y", features=["a"], exclude=["id"])
     with pytest.raises(DataSourceError, match="no feature columns"):
         open_table(path, target="y", exclude=["id", "a", "b"])
+
+
+def test_a_csv_column_whose_later_rows_contradict_its_inferred_type_is_named(tmp_path):
+    """pyarrow infers a CSV column's type from the first block; the error names the column and the way out."""
+    path = tmp_path / "t.csv"
+    with open(path, "w") as handle:
+        handle.write("x,flag,y\n")
+        handle.write("1.5,,2.0\n" * 200_000)  # past pyarrow's first block: flag is empty there
+        handle.write("1.5,NO,2.0\n")
+    with pytest.raises(DataSourceError, match=r"invalid value 'NO' \(column #1 is 'flag'\); a CSV column's type "
+                                              r"is inferred from the file's first rows.*--exclude on the command line"):
+        for _ in open_table(path, target="y", missing="encode").iter_chunks():  # the empty fields are no error
+            pass

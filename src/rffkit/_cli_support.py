@@ -99,6 +99,8 @@ def configure(estimator, settings, n_columns):
 
 #: Distinct values of a text target counted before :func:`summarise_target` stops counting.
 MAX_COUNTED_CLASSES = 1_000_000
+#: The most classes ``rffkit fit`` fits (as many as a feature column may have categories).
+MAX_CLASSES = 1000
 
 
 def summarise_target(source):
@@ -137,7 +139,8 @@ def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_di
     Whole numbers make classes only where there are at least twice as many rows
     (``n_rows``) as values, as in scikit-learn's ``type_of_target``; a classification
     whose classes have fewer rows than that on average (``n_distinct`` values: names,
-    addresses, one per row) is an error, as no class could be learned. A text target of
+    addresses, one per row) is an error, as no class could be learned, and so is one of more
+    than ``MAX_CLASSES`` classes. A text target of
     numbers with a few other values (``numbers_in_text``, the message of
     :func:`summarise_target`) is an error unless the classification is asked for.
 
@@ -170,6 +173,12 @@ def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_di
             why = "the target holds numbers that are not whole"
         task = requested if requested != "auto" else "classification" if whole and not too_few else "regression"
         why = "as asked" if requested != "auto" else why
+    if task == "classification" and n_distinct is not None and n_distinct > MAX_CLASSES:
+        raise CommandLineError(
+            f"the target holds {n_distinct:,} distinct values: a classification of more than {MAX_CLASSES:,} "
+            "classes is refused, as its fit grows with the classes and each has few rows (an identifier?); "
+            "choose another --target"
+            + ("" if kind in "OUSb" else ", or --task regression") + ".")
     if task == "classification" and too_few:
         raise CommandLineError(
             f"the target holds {n_distinct} distinct values in {n_rows} rows: a class has fewer than two rows on "

@@ -23,7 +23,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._encoding import TIME_UNITS, column_kind, merge_kinds
+from ._encoding import LEAVE_OUT, TIME_UNITS, column_kind, merge_kinds
 from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
 )
@@ -114,6 +114,10 @@ def _read_error(path, exc, names=None):
     column = re.search(r"CSV column #(\d+)", message)
     if column and names and int(column.group(1)) < len(names):
         message += f" (column #{column.group(1)} is {names[int(column.group(1))]!r})"
+    if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
+        message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
+                    f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
+                    "text")
     return DataSourceError(f"cannot read {path!r}: {message}")
 
 
