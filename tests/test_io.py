@@ -580,7 +580,7 @@ def test_timestamps_and_dates_are_days_since_1970(tmp_path):
     """A time column is one number: days since 1970-01-01 (UTC for a zoned timestamp), the time of day its fraction."""
     import datetime
 
-    from rffkit._encoding import numbers
+    from rffkit._column_kinds import numbers
 
     moments = [datetime.datetime(1970, 1, 2, 12, 0), None, datetime.datetime(2013, 1, 1, 6, 0)]
     expected = [1.5, np.nan, 15706.25]
@@ -606,7 +606,7 @@ def test_timestamps_and_dates_are_days_since_1970(tmp_path):
 def test_times_of_day_are_hours_and_durations_seconds(tmp_path):
     import datetime
 
-    from rffkit._encoding import numbers
+    from rffkit._column_kinds import numbers
 
     clock = [datetime.time(6, 30), None, datetime.time(23, 59, 59)]
     for type_ in (pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns")):

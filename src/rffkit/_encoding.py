@@ -1,5 +1,6 @@
-"""How table columns become numbers: the kinds of Arrow columns, :class:`ColumnEncoding`, and
-:func:`learn_encoding`, the pass over the columns that fits one.
+"""How table columns become numbers: :class:`ColumnEncoding`, and :func:`learn_encoding`, the
+pass over the columns that fits one (the kinds of Arrow columns and the number each kind
+becomes are in :mod:`rffkit._column_kinds`).
 
 Users import :class:`ColumnEncoding` from :mod:`rffkit.io`, which re-exports it (and which it
 names as its module).
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._column_kinds import TIME_UNITS, column_kind, numbers
 from ._io_base import (
     NUMBERS_IN_TEXT_MIN,
     PLACEHOLDER_IN_FILE,
@@ -31,8 +33,8 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "TIME_UNITS", "column_kind", "merge_kinds", "numbers", "learn_encoding", "text_values",
-           "refuse_text_among_numbers", "LEAVE_OUT", "MISSING"]
+__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "refuse_text_among_numbers", "LEAVE_OUT",
+           "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
@@ -40,80 +42,6 @@ IDENTIFIER_SHARE = 0.5
 LEAVE_OUT = "leave it out (exclude=[...] in Python, --exclude on the command line)"
 #: The name of the output column of a missing value: a text column's category, a numeric column's indicator.
 MISSING = "(missing)"
-
-
-def column_kind(data_type):
-    """Coarse kind of an Arrow type: what rffkit can do with the column.
-
-    One of 'integer', 'float' (decimals too), 'bool', 'null', the kinds of
-    :data:`TIME_UNITS` ('time': timestamps and dates; 'time_of_day'; 'duration'; each a
-    number in its unit, :func:`numbers`), 'categorical' (strings and dictionaries) and
-    'unsupported'.
-    """
-    if pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
-        return "time"
-    if pa.types.is_time(data_type):
-        return "time_of_day"
-    if pa.types.is_duration(data_type):
-        return "duration"
-    if pa.types.is_integer(data_type):
-        return "integer"
-    if pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
-        return "float"
-    if pa.types.is_boolean(data_type):
-        return "bool"
-    if pa.types.is_null(data_type):
-        return "null"
-    string_view = getattr(pa.types, "is_string_view", lambda _: False)
-    if (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
-            or string_view(data_type) or pa.types.is_dictionary(data_type)):
-        return "categorical"
-    return "unsupported"
-
-
-#: The number a column of each time kind becomes (:func:`numbers`).
-TIME_UNITS = {"time": "days since 1970-01-01", "time_of_day": "hours since midnight", "duration": "seconds"}
-
-#: A second in each unit of an Arrow timestamp, time of day or duration.
-_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
-
-
-def numbers(array):
-    """A numeric, boolean, null or time column as float64 values, NaN where one is missing.
-
-    Timestamps and dates become days since 1970-01-01 (a timestamp with a time zone counts
-    from midnight UTC), with the time of day as the fraction; times of day become hours
-    since midnight, and durations seconds (:data:`TIME_UNITS`): one continuous input each
-    for the kernel, which standardises it.
-    """
-    type_ = array.type
-
-    def as_floats(values):
-        return pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-
-    if pa.types.is_timestamp(type_):
-        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND[type_.unit])
-    if pa.types.is_time(type_):
-        ticks = pc.cast(array, pa.int32() if pa.types.is_time32(type_) else pa.int64())
-        return as_floats(ticks) / (3_600 * _SECOND[type_.unit])
-    if pa.types.is_duration(type_):
-        return as_floats(pc.cast(array, pa.int64())) / _SECOND[type_.unit]
-    if pa.types.is_date64(type_):
-        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND["ms"])
-    if pa.types.is_date32(type_):
-        return as_floats(pc.cast(array, pa.int32()))
-    return as_floats(array)
-
-
-def merge_kinds(first, second):
-    """The kind of a column that is ``first`` in one file and ``second`` in another, or None."""
-    if first == second or second == "null":
-        return first
-    if first == "null":
-        return second
-    if {first, second} == {"integer", "float"}:
-        return "float"
-    return None
 
 
 @public_in_io
@@ -439,6 +367,15 @@ class RowNumbers:
                           "... in file order): a row label, not a measurement, which a model can only misuse (in "
                           f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
                           UserWarning, stacklevel=5)
+
+
+def row_mask(learn_rows, rows):
+    """``learn_rows(rows)`` as a boolean mask of ``len(rows)``, or a TypeError saying what it gave."""
+    mask = np.asarray(learn_rows(rows))
+    if mask.dtype != bool or mask.shape != rows.shape:
+        raise TypeError(f"learn_rows must return a boolean mask of the {len(rows)} rows it is given; "
+                        f"it returned {mask.dtype} of shape {mask.shape}.")
+    return mask
 
 
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None):

@@ -23,7 +23,8 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._encoding import LEAVE_OUT, TIME_UNITS, column_kind, merge_kinds
+from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
+from ._encoding import LEAVE_OUT
 from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
 )
@@ -190,6 +191,43 @@ class TableLayout:
     schemas: list
     row_groups: list
     n_rows: int | None = None
+
+    def _refuse_absent(self, names, role):
+        absent = [name for name in names if name not in self.schemas[0].names]
+        if absent:
+            raise ColumnNotFoundError(
+                f"{role} column{'s' if len(absent) > 1 else ''} {listing(absent)} "
+                f"{'are' if len(absent) > 1 else 'is'} not in {self.files[0]!r}; its columns are "
+                f"{listing(self.schemas[0].names)}.")
+
+    def feature_columns(self, target, features=None, exclude=None):
+        """The feature columns of ``open_table``: ``features`` checked, or every column of the
+        first file but the target, ``exclude`` and pandas' ``__index_level_N__`` columns (then
+        every file must have no other column)."""
+        exclude = [] if exclude is None else [exclude] if isinstance(exclude, str) else list(exclude)
+        if exclude and features is not None:
+            raise ValueError("open_table: give features or exclude, not both.")
+        self._refuse_absent(exclude, "excluded")
+        available = self.schemas[0].names
+        if features is None:
+            features = [name for name in available
+                        if name != target and name not in exclude and not re.fullmatch(r"__index_level_\d+__", name)]
+            for path, schema in zip(self.files, self.schemas):
+                extra = [name for name in schema.names if name not in available]
+                if extra:
+                    raise SchemaMismatchError(
+                        f"column {extra[0]!r} is in {path!r} but not in {self.files[0]!r}; pass "
+                        "features=[...] to use only common columns.")
+        else:
+            features = [features] if isinstance(features, str) else list(features)
+            self._refuse_absent(features, "feature")
+            if len(set(features)) != len(features):
+                raise ValueError(f"open_table: features lists a column twice: {listing(features)}.")
+            if target in features:
+                raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
+        if not features:
+            raise DataSourceError(f"no feature columns: {self.files[0]!r} has only {listing(available)}.")
+        return features
 
     def read_types(self, kinds, target=None):
         """CSV only (None for Parquet): the type each column of ``kinds`` is read as, so a later

@@ -1,9 +1,10 @@
 """The one boundary between users' arrays and the tensor numerics.
 
 Everything that turns user input into tensors lives here: input validation
-(:func:`check_input`, scikit-learn's ``validate_data`` with rffkit's minimum-data rules,
-named string columns and short messages), device resolution, dtype choice, random-state
-plumbing (never touching global NumPy or torch state) and numpy <-> torch conversion.
+(:func:`check_input`, scikit-learn's ``validate_data`` with rffkit's minimum-data rules;
+the messages that name a bad column or row are in :mod:`rffkit._input_messages`), device
+resolution, dtype choice, random-state plumbing (never touching global NumPy or torch
+state) and numpy <-> torch conversion.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from ._input_messages import check_text_columns, locate_nan, regression_target
+from ._input_messages import short_value as _short
 from .exceptions import SmallSampleWarning
 
 __all__ = [
@@ -76,10 +79,6 @@ SMALLEST_PENALTY = float(np.finfo(np.float32).tiny)
 SMALLEST_LENGTH_SCALE = 1e-100
 #: Error messages print at most this many values of an array (NumPy's threshold).
 _MESSAGE_VALUES = 10
-_ENCODERS = (
-    "encode it first, e.g. with sklearn.preprocessing.OneHotEncoder (categories) or OrdinalEncoder "
-    "(ordered levels) inside a ColumnTransformer"
-)
 
 
 _deferred = threading.local()
@@ -106,128 +105,6 @@ def _warn(message, category):
         warnings.warn(message, category, stacklevel=4)
     else:
         pending.append((message, category))
-
-
-def _short(value, limit=40):
-    value = value.item() if isinstance(value, np.generic) else value  # 20, not np.int64(20)
-    text = repr(str(value) if isinstance(value, str) else value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _first_text_value(values):
-    """The first entry of ``values`` that ``float()`` refuses, or None."""
-    for value in values:
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            if isinstance(value, (str, bytes)):
-                return value
-    return None
-
-
-#: What a message about numbers spoilt by text in an array or DataFrame goes on to say.
-_PLACEHOLDER_IN_ARRAY = (". Is that a placeholder for missing values? Make those entries NaN (for a pandas column: "
-                         "pandas.to_numeric(column, errors='coerce')) and drop or impute their rows, or correct them")
-
-
-def _numbers_in_text(label, values):
-    """:class:`rffkit._io_base.NumbersInText`'s message on a column of ``values`` (rows by position), or None."""
-    from ._io_base import NumbersInText
-
-    first = {}
-    try:
-        for row, value in enumerate(np.asarray(values, dtype=object).ravel().tolist()):
-            first.setdefault(value, row)
-    except TypeError:  # unhashable entries: not a column of numbers and text
-        return None
-    check = NumbersInText(None, label=label)
-    check.update(first, first.__getitem__)
-    return check.message(_PLACEHOLDER_IN_ARRAY)
-
-
-def _check_text_columns(owner, X):
-    """Name the first column of ``X`` that holds strings, before NumPy's bare message can.
-
-    Only DataFrames with non-numeric columns and arrays of object, string or bytes dtype
-    are looked at, so numeric input pays one dtype check.
-    """
-    columns = getattr(X, "columns", None)
-    dtypes = getattr(X, "dtypes", None)
-    if columns is not None and dtypes is not None and getattr(X, "ndim", 2) == 2:
-        for position, (name, dtype) in enumerate(zip(columns, dtypes)):
-            if getattr(dtype, "kind", "O") in "biufc":
-                continue
-            value = _first_text_value(X.iloc[:, position])
-            if value is not None:
-                spoilt = _numbers_in_text(f"{owner}: column {name!r} (position {position}) of X", X.iloc[:, position])
-                if spoilt is not None:
-                    raise ValueError(spoilt + ".")
-                raise ValueError(
-                    f"{owner}: column {name!r} (position {position}) of X holds strings such as "
-                    f"{_short(value)} (could not convert string to float); {_ENCODERS}."
-                )
-        return
-    dtype = getattr(X, "dtype", None)
-    if dtype is None or dtype.kind not in "OUS" or getattr(X, "ndim", 0) != 2:
-        return
-    for column in range(X.shape[1]):
-        value = _first_text_value(X[:, column])
-        if value is not None:
-            spoilt = _numbers_in_text(f"{owner}: column {column} of X", X[:, column])
-            if spoilt is not None:
-                raise ValueError(spoilt + ".")
-            raise ValueError(
-                f"{owner}: column {column} of X holds strings such as {_short(value)} (could not convert "
-                f"string to float); {_ENCODERS}."
-            )
-
-
-def _rows_with_one(count):
-    return "1 row has one" if count == 1 else f"{count:,} rows have one"
-
-
-def _locate_nan(owner, X, y, message):
-    """For scikit-learn's "Input X (or y) contains NaN": the same error naming the first NaN's
-    column and row and the way out; None for any other error, or input it cannot read as numbers."""
-    try:
-        if message.startswith("Input X contains NaN") and not sp.issparse(X):
-            rows, columns = np.nonzero(np.isnan(np.asarray(X, dtype=np.float64)))
-            if rows.size == 0:
-                return None
-            names = getattr(X, "columns", None)
-            column = repr(names[columns[0]]) if names is not None else str(columns[0])
-            count = np.unique(rows).size
-            return (f"{owner}: X holds a missing value (NaN) in column {column} at row {rows[0]} (counting from 0; "
-                    f"{_rows_with_one(count)}), and {owner} needs complete inputs. Fill them in, e.g. "
-                    f"make_pipeline(SimpleImputer(add_indicator=True), {owner}()): each column's mean beside a 0/1 "
-                    "column that marks the rows, as rffkit fit does with files; or drop those rows.")
-        if message.startswith("Input y contains NaN"):
-            rows = np.flatnonzero(np.isnan(np.asarray(y, dtype=np.float64).ravel()))
-            if rows.size == 0:
-                return None
-            return (f"{owner}: y holds a missing value (NaN) at row {rows[0]} (counting from 0; "
-                    f"{_rows_with_one(rows.size)}); drop the rows whose target is missing.")
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-def _numeric_target(owner, y):
-    """A regressor's target as numbers, or an error that names ``y``."""
-    array = np.asarray(y)
-    if array.dtype.kind not in "OUS":
-        return y
-    try:
-        return array.astype(np.float64)
-    except (TypeError, ValueError):
-        spoilt = _numbers_in_text(f"{owner}: y", array) if array.ndim == 1 else None
-        if spoilt is not None:
-            raise ValueError(spoilt + ".") from None
-        value = _first_text_value(array.ravel())
-        raise ValueError(
-            f"{owner}: y must be numeric for a regressor; it holds {_short(value)}. For class labels use "
-            "a classifier (RFFClassifier, RFFNetClassifier)."
-        ) from None
 
 
 def _check_magnitude(owner, name, values, computed_in=None):
@@ -347,11 +224,11 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
     """
     owner = type(estimator).__name__
     supervised = reset and not (isinstance(y, str) and y == "no_validation") and y is not None
-    _check_text_columns(owner, X)
+    check_text_columns(owner, X)
     if supervised:
         check_params.setdefault("ensure_min_samples", MIN_FIT_SAMPLES)
         if is_regressor(estimator):
-            y = _numeric_target(owner, y)
+            y = regression_target(owner, y)
     if densify:
         check_params.setdefault("accept_sparse", ("csr", "csc", "coo"))
     # validate_data's finiteness test sums X, which warns on inf - inf before its own error
@@ -359,7 +236,7 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
         try:
             validated = validate_data(estimator, X, y, reset=reset, **check_params)
         except ValueError as error:
-            located = _locate_nan(owner, X, y, str(error))
+            located = locate_nan(owner, X, y, str(error))
             if located is None:
                 raise
             raise ValueError(located) from None

@@ -14,13 +14,13 @@ and the error classes in ``rffkit._io_base``, and the reading of files under a
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pyarrow as pa
 
 from ._array_source import ArraySource
-from ._encoding import LEAVE_OUT, TIME_UNITS, ColumnEncoding, learn_encoding, refuse_text_among_numbers
+from ._column_kinds import TIME_UNITS
+from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, refuse_text_among_numbers, row_mask
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
     Chunk,
@@ -148,7 +148,7 @@ class TableSource:
     @property
     def time_columns(self):
         """The feature columns of dates, times of day or durations, each with the number ``X`` holds
-        for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._encoding.numbers`)."""
+        for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._column_kinds.numbers`)."""
         return {column: TIME_UNITS[self._kinds[column]] for column in self.encoding.columns
                 if self._kinds[column] in TIME_UNITS}
 
@@ -263,7 +263,7 @@ class TableSource:
         batches = self._raw_batches(read + ([self.target] if drop else []), self.chunk_rows, 0, 1) if read else ()
 
         def learn(batch, rows):  # the rows learned from: asked for, and with a target when it is needed
-            mask = np.ones(len(rows), dtype=bool) if learn_rows is None else _row_mask(learn_rows, rows)
+            mask = np.ones(len(rows), dtype=bool) if learn_rows is None else row_mask(learn_rows, rows)
             return mask & target_present(batch.column(self.target)) if drop else mask
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
@@ -316,15 +316,6 @@ class TableSource:
     def _raw_batches(self, columns, batch_rows, rank, world_size):
         """Yield ``(record batch of columns, global rows)`` for this rank's share."""
         return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
-
-
-def _row_mask(learn_rows, rows):
-    """``learn_rows(rows)`` as a boolean mask of ``len(rows)``, or a TypeError saying what it gave."""
-    mask = np.asarray(learn_rows(rows))
-    if mask.dtype != bool or mask.shape != rows.shape:
-        raise TypeError(f"learn_rows must return a boolean mask of the {len(rows)} rows it is given; "
-                        f"it returned {mask.dtype} of shape {mask.shape}.")
-    return mask
 
 
 def open_table(paths, target=None, *, features=None, exclude=None, format=None,
@@ -423,37 +414,7 @@ def open_table(paths, target=None, *, features=None, exclude=None, format=None,
         raise ValueError("open_table: encoding must be 'auto' or a ColumnEncoding; "
                          f"got {short(encoding)}.")
     check_missing(missing, "open_table")
-    exclude = [] if exclude is None else [exclude] if isinstance(exclude, str) else list(exclude)
-    if exclude and features is not None:
-        raise ValueError("open_table: give features or exclude, not both.")
-    absent = [name for name in exclude if name not in available]
-    if absent:
-        raise ColumnNotFoundError(f"excluded column{'s' if len(absent) > 1 else ''} {listing(absent)} "
-                                  f"{'are' if len(absent) > 1 else 'is'} not in {files[0]!r}; its columns are "
-                                  f"{listing(available)}.")
-    if features is None:
-        features = [name for name in available
-                    if name != target and name not in exclude and not re.fullmatch(r"__index_level_\d+__", name)]
-        for path, schema in zip(files, layout.schemas):
-            extra = [name for name in schema.names if name not in available]
-            if extra:
-                raise SchemaMismatchError(
-                    f"column {extra[0]!r} is in {path!r} but not in {files[0]!r}; pass "
-                    "features=[...] to use only common columns.")
-    else:
-        features = [features] if isinstance(features, str) else list(features)
-        absent = [name for name in features if name not in available]
-        if absent:
-            raise ColumnNotFoundError(
-                f"feature column{'s' if len(absent) > 1 else ''} {listing(absent)} "
-                f"{'are' if len(absent) > 1 else 'is'} not in {files[0]!r}; its columns are "
-                f"{listing(available)}.")
-        if len(set(features)) != len(features):
-            raise ValueError(f"open_table: features lists a column twice: {listing(features)}.")
-        if target in features:
-            raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
-    if not features:
-        raise DataSourceError(f"no feature columns: {files[0]!r} has only {listing(available)}.")
+    features = layout.feature_columns(target, features, exclude)
     if format_ == "parquet":
         layout.n_rows = sum(sum(groups) for groups in layout.row_groups)
     kinds = layout.kinds(features)

@@ -1,0 +1,88 @@
+"""The kinds of Arrow columns (what rffkit can do with each) and the number each kind becomes.
+
+A file's column is numbers, booleans, text, a date or time, or unsupported
+(:func:`column_kind`); the kinds of one column in several files must agree
+(:func:`merge_kinds`); :func:`numbers` turns a numeric, boolean or time column into the
+float64 values of the feature matrix.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["TIME_UNITS", "column_kind", "merge_kinds", "numbers"]
+
+
+def column_kind(data_type):
+    """Coarse kind of an Arrow type: what rffkit can do with the column.
+
+    One of 'integer', 'float' (decimals too), 'bool', 'null', the kinds of
+    :data:`TIME_UNITS` ('time': timestamps and dates; 'time_of_day'; 'duration'; each a
+    number in its unit, :func:`numbers`), 'categorical' (strings and dictionaries) and
+    'unsupported'.
+    """
+    if pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
+        return "time"
+    if pa.types.is_time(data_type):
+        return "time_of_day"
+    if pa.types.is_duration(data_type):
+        return "duration"
+    if pa.types.is_integer(data_type):
+        return "integer"
+    if pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
+        return "float"
+    if pa.types.is_boolean(data_type):
+        return "bool"
+    if pa.types.is_null(data_type):
+        return "null"
+    string_view = getattr(pa.types, "is_string_view", lambda _: False)
+    if (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
+            or string_view(data_type) or pa.types.is_dictionary(data_type)):
+        return "categorical"
+    return "unsupported"
+
+
+#: The number a column of each time kind becomes (:func:`numbers`).
+TIME_UNITS = {"time": "days since 1970-01-01", "time_of_day": "hours since midnight", "duration": "seconds"}
+
+#: A second in each unit of an Arrow timestamp, time of day or duration.
+_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+
+
+def numbers(array):
+    """A numeric, boolean, null or time column as float64 values, NaN where one is missing.
+
+    Timestamps and dates become days since 1970-01-01 (a timestamp with a time zone counts
+    from midnight UTC), with the time of day as the fraction; times of day become hours
+    since midnight, and durations seconds (:data:`TIME_UNITS`): one continuous input each
+    for the kernel, which standardises it.
+    """
+    type_ = array.type
+
+    def as_floats(values):
+        return pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+
+    if pa.types.is_timestamp(type_):
+        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND[type_.unit])
+    if pa.types.is_time(type_):
+        ticks = pc.cast(array, pa.int32() if pa.types.is_time32(type_) else pa.int64())
+        return as_floats(ticks) / (3_600 * _SECOND[type_.unit])
+    if pa.types.is_duration(type_):
+        return as_floats(pc.cast(array, pa.int64())) / _SECOND[type_.unit]
+    if pa.types.is_date64(type_):
+        return as_floats(pc.cast(array, pa.int64())) / (86_400 * _SECOND["ms"])
+    if pa.types.is_date32(type_):
+        return as_floats(pc.cast(array, pa.int32()))
+    return as_floats(array)
+
+
+def merge_kinds(first, second):
+    """The kind of a column that is ``first`` in one file and ``second`` in another, or None."""
+    if first == second or second == "null":
+        return first
+    if first == "null":
+        return second
+    if {first, second} == {"integer", "float"}:
+        return "float"
+    return None
