@@ -439,3 +439,34 @@ def test_a_trial_fit_that_fails_numerically_does_not_end_the_command(monkeypatch
     monkeypatch.setattr(RFFRidge, "fit", fail)
     X, y = np.random.default_rng(0).normal(size=(32, 3)), np.arange(32.0)
     assert takes_sources(RFFRidge(), (X, y))  # both trials failed: the rows are at fault, the real fit will say
+
+
+def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_path, capsys):
+    """Panel data: the target is a subject's level, the subject a number. Read as one number the code
+    says little; one-hot encoded (--categorical) it names each subject. The model file remembers it."""
+    rng = np.random.default_rng(0)
+    subject = np.repeat(np.arange(1, 41), 8)
+    levels = rng.normal(size=41)
+    path = tmp_path / "panel.csv"
+    pa_csv.write_csv(pa.table({"subject": subject, "week": np.tile(np.arange(8), 40),
+                               "y": levels[subject] + 0.05 * rng.normal(size=subject.size)}), path)
+    scores = {}
+    for option in ([], ["--categorical", "subject"]):
+        out = _run(capsys, "fit", path, "--target", "y", *option, "--model", "ridge", "--json",
+                   "--output", tmp_path / "m.rffkit")
+        report = json.loads(out)
+        scores[bool(option)] = report["score"]["r2"]
+    assert report["categorical_codes"] == ["subject"] and len(report["feature_names"]) == 41
+    assert scores[True] > 0.95 > 0.5 > scores[False]
+    bundle = rffkit.load(tmp_path / "m.rffkit")
+    assert bundle["version"] == 3 and bundle["encoding"]["categories"]["subject"][:3] == ["1", "2", "3"]
+    out = _run(capsys, "fit", path, "--target", "y", "--categorical", "subject", "--model", "ridge",
+               "--output", tmp_path / "m.rffkit")
+    assert "one-hot encoded: subject (subject as codes, --categorical; 41 model inputs in all)" in out
+    # new rows, one of a subject never seen: predicted from week alone, no error
+    pa_csv.write_csv(pa.table({"subject": [3, 99], "week": [1, 1]}), tmp_path / "new.csv")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "new.csv", "--output", tmp_path / "p.csv")
+    predicted = pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy()
+    assert abs(predicted[0] - levels[3]) < 0.2 and np.isfinite(predicted[1])
+    assert cli.main(["fit", str(path), "--target", "y", "--categorical", "y"]) == 2
+    assert "categorical names 'y', not a feature column" in capsys.readouterr().err

@@ -1,11 +1,14 @@
 """Streamed data sources (rffkit.io) and the streaming numerics under them (rffkit._streaming)."""
 
+import datetime
 import doctest
+import json
 import os
 import tracemalloc
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
@@ -578,7 +581,6 @@ def test_docstring_examples_run(module):
 
 def test_timestamps_and_dates_are_days_since_1970(tmp_path):
     """A time column is one number: days since 1970-01-01 (UTC for a zoned timestamp), the time of day its fraction."""
-    import datetime
 
     from rffkit._column_kinds import numbers
 
@@ -604,7 +606,6 @@ def test_timestamps_and_dates_are_days_since_1970(tmp_path):
 
 
 def test_times_of_day_are_hours_and_durations_seconds(tmp_path):
-    import datetime
 
     from rffkit._column_kinds import numbers
 
@@ -658,3 +659,66 @@ def test_a_csv_column_whose_later_rows_contradict_its_inferred_type_is_named(tmp
                                               r"is inferred from the file's first rows.*--exclude on the command line"):
         for _ in open_table(path, target="y", missing="encode").iter_chunks():  # the empty fields are no error
             pass
+
+
+def test_categorical_one_hot_encodes_codes_stored_as_numbers(tmp_path):
+    """A code (a subject, a site) stored as a number is one input per value, matched by its text: the
+    same categories from CSV and Parquet, from integers and floats, sorted as numbers; NaN is missing."""
+    site = pa.array([3, 10, 3, None, 1, 10])
+    dose = pa.array([4.0, 2.5, float("nan"), 4.0, -0.0, 0.0])
+    pq.write_table(pa.table({"site": site, "dose": dose, "x": np.arange(6.0), "y": np.ones(6)}), tmp_path / "a.parquet")
+    pa_csv.write_csv(pa.table({"site": pc.cast(site, pa.float64()), "dose": dose, "x": np.arange(6.0),
+                               "y": np.ones(6)}), tmp_path / "a.csv")
+    sources = [open_table(tmp_path / name, target="y", categorical=["site", "dose"], missing="encode")
+               for name in ("a.parquet", "a.csv")]
+    for source in sources:
+        assert source.feature_names == ["site=1", "site=3", "site=10", "site=(missing)",
+                                        "dose=0", "dose=2.5", "dose=4", "dose=(missing)", "x"]
+        assert source.categorical_codes == ["site", "dose"]
+        X = next(source.iter_chunks()).X
+        np.testing.assert_array_equal(X[:, :4].argmax(axis=1), [1, 2, 1, 3, 0, 2])
+        np.testing.assert_array_equal(X[:, 4:8].argmax(axis=1), [2, 1, 3, 2, 0, 0])  # -0 and 0 are one code
+        np.testing.assert_array_equal(X[:, 8], np.arange(6.0))
+    assert sources[0].encoding == sources[1].encoding
+    encoding = sources[0].encoding
+    assert ColumnEncoding.from_dict(json.loads(json.dumps(encoding.to_dict()))) == encoding
+    # new data: a known code of another type is the same category, an unseen one an all-zero block
+    X = encoding.transform({"site": [10.0, 7.0], "dose": [2.5, 4.0], "x": [0.0, 0.0]})
+    np.testing.assert_array_equal(X[:, :4], [[0, 0, 1, 0], [0, 0, 0, 0]])
+    with pytest.raises(UnknownCategoryError, match=r"column 'site' holds '7' at row 1"):
+        ColumnEncoding.from_dict({**encoding.to_dict(), "handle_unknown": "error"}).transform(
+            {"site": [10, 7], "dose": [2.5, 4.0], "x": [0.0, 0.0]})
+    # without missing='encode' a NaN code is a missing value, named with its row
+    with pytest.raises(MissingValueError, match=r"column 'dose' holds a missing value \(null\) at row 2"):
+        open_table(tmp_path / "a.parquet", target="y", features=["dose", "x"], categorical=["dose"])
+
+
+def test_categorical_codes_of_booleans_and_dates_and_given_encodings(tmp_path):
+    day = [datetime.date(2020, 1, 2), datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
+    pq.write_table(pa.table({"day": day, "ok": [True, False, True], "y": [1.0, 2.0, 3.0]}), tmp_path / "t.parquet")
+    source = open_table(tmp_path / "t.parquet", target="y", categorical=["day", "ok"])
+    assert source.feature_names == ["day=2020-01-01", "day=2020-01-02", "ok=false", "ok=true"]
+    assert source.time_columns == {}  # a date read as a code is no number of days
+    # an encoding built by hand may list its categories as numbers, booleans or dates
+    assert ColumnEncoding(["c"], {"c": [3, 10.0, True, day[0], None]}, missing="encode").categories == {
+        "c": ("3", "10", "true", "2020-01-02", None)}
+    with pytest.raises(ValueError, match=r"a category must be text, a number, a boolean or a date; got \[1\]"):
+        ColumnEncoding(["c"], {"c": [[1]]})
+
+
+def test_categorical_names_feature_columns_of_a_readable_type(tmp_path):
+    pq.write_table(pa.table({"id": [1, 2], "tags": [[1], [2]], "x": [0.5, 1.5], "y": [1.0, 2.0]}),
+                   tmp_path / "t.parquet")
+    path = tmp_path / "t.parquet"
+    with pytest.raises(ColumnNotFoundError, match="categorical column 'site' is not in"):
+        open_table(path, target="y", categorical=["site"])
+    for categorical, exclude in ((["y"], ["tags"]), (["id"], ["id", "tags"])):
+        with pytest.raises(ValueError, match="categorical names .*, not a feature column"):
+            open_table(path, target="y", categorical=categorical, exclude=exclude)
+    with pytest.raises(DataSourceError, match=r"column 'tags' has type list<element: int64>, whose values cannot "
+                                              r"be read as categories; leave it out"):
+        open_table(path, target="y", categorical=["tags"])
+    encoding = open_table(path, target="y", features=["id"], categorical="id").encoding
+    assert encoding.categories == {"id": ("1", "2")}
+    with pytest.raises(ValueError, match="give categorical or an encoding, not both"):
+        open_table(path, target="y", encoding=encoding, categorical=["id"])

@@ -168,7 +168,8 @@ def fit_command(args):
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         # the categories and fill means come from the training rows: the held-out ones are new data
         source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
-                            dtype=dtype, missing=args.missing, drop_missing_target=args.missing == "encode",
+                            categorical=args.categorical, dtype=dtype, missing=args.missing,
+                            drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
         if n_rows == 0:
@@ -199,8 +200,7 @@ def fit_command(args):
         report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
                    relevances=relevances)
         if rank == 0:
-            # a file whose encoding fills in missing values needs a reader that knows how (version 2)
-            version = MODEL_VERSION if source.encoding.missing == "encode" else 1
+            version = MODEL_VERSION if source.categorical_codes else 2 if source.encoding.missing == "encode" else 1
             save({"format": MODEL_FORMAT, "version": version, "estimator": model,
                   "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
             report.data["model_file"] = args.output

@@ -79,9 +79,12 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     if dropped:
         report.line(f"left out: {dropped} row{'s' if dropped > 1 else ''} whose target is missing "
                     "(--missing error refuses them instead)")
+    codes = source.categorical_codes
+    report.data.update(categorical_codes=codes)
     if source.encoding.categories:
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
-                    f"({source.n_features} model inputs in all)")
+                    + (f"({', '.join(codes)} as codes, --categorical; " if codes else "(")
+                    + f"{source.n_features} model inputs in all)")
     times = source.time_columns
     report.data.update(time_columns=list(times))
     if times:

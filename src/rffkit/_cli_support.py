@@ -31,9 +31,10 @@ __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators",
            "load_model", "replaced_atomically"]
 
 MODEL_FORMAT = "rffkit-command-line"
-#: The newest command-line model file this rffkit reads and writes (2: an encoding that fills in
-#: missing values, which version 1 readers would not do; other files are still written as 1).
-MODEL_VERSION = 2
+#: The newest command-line model file this rffkit reads and writes. Each file is written with the
+#: oldest version whose readers know its encoding: 1; 2, an encoding that fills in missing values;
+#: 3, one that one-hot encodes codes stored as numbers, booleans or dates (--categorical).
+MODEL_VERSION = 3
 
 
 def estimators():

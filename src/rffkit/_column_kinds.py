@@ -3,7 +3,8 @@
 A file's column is numbers, booleans, text, a date or time, or unsupported
 (:func:`column_kind`); the kinds of one column in several files must agree
 (:func:`merge_kinds`); :func:`numbers` turns a numeric, boolean or time column into the
-float64 values of the feature matrix.
+float64 values of the feature matrix, and :func:`as_text` any of them into the text of its
+values, for a column of codes to be one-hot encoded.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["TIME_UNITS", "column_kind", "merge_kinds", "numbers"]
+__all__ = ["TIME_UNITS", "as_text", "column_kind", "merge_kinds", "numbers"]
 
 
 def column_kind(data_type):
@@ -75,6 +76,25 @@ def numbers(array):
     if pa.types.is_date32(type_):
         return as_floats(pc.cast(array, pa.int32()))
     return as_floats(array)
+
+
+def as_text(array):
+    """A column as plain Arrow strings, null where a value is missing: the categories of a column
+    one-hot encoded by its values.
+
+    Text passes through (a dictionary column as its values); numbers, booleans, dates and times
+    become the text of each value (``4``, ``2.5``, ``true``, ``2020-01-31``), the same for an
+    integer and a float of one number (``4.0`` is ``4``), with NaN a missing value and -0 read as 0,
+    so that one code is one category whichever type a file stored it in.
+    """
+    type_ = array.type
+    if pa.types.is_dictionary(type_):
+        return pc.cast(array, type_.value_type)
+    if column_kind(type_) == "categorical":
+        return array
+    if pa.types.is_floating(type_):
+        array = pc.add(pc.if_else(pc.is_nan(array), pa.scalar(None, type_), array), pa.scalar(0.0, type_))
+    return pc.cast(array, pa.string())
 
 
 def merge_kinds(first, second):

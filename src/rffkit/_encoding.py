@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._column_kinds import TIME_UNITS, column_kind, numbers
+from ._column_kinds import TIME_UNITS, as_text, column_kind, numbers
 from ._io_base import (
     NUMBERS_IN_TEXT_MIN,
     PLACEHOLDER_IN_FILE,
@@ -54,6 +54,9 @@ class ColumnEncoding:
     seconds);
     each column named in ``categories`` is one-hot encoded into one output column per
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
+    A column of codes (numbers, booleans or dates named in ``categories``: a subject or
+    site identifier, a ZIP code) is matched by the text of its values, so its categories are
+    strings (``"4"``, ``"2.5"``, ``"true"``, ``"2020-01-31"``; NaN is a missing value).
 
     Missing values (nulls, and NaN in numeric columns) are an error by default. With
     ``missing='encode'`` they become inputs the model can use: mean imputation with a
@@ -119,7 +122,7 @@ class ColumnEncoding:
         columns = tuple(str(column) for column in self.columns)
         if len(set(columns)) != len(columns):
             raise ValueError(f"ColumnEncoding: columns must be distinct; got {listing(columns)}.")
-        categories = {str(name): tuple(values) for name, values in dict(self.categories).items()}
+        categories = {str(name): tuple(map(_category, values)) for name, values in dict(self.categories).items()}
         stray = [name for name in categories if name not in columns]
         if stray:
             raise ValueError(
@@ -252,6 +255,8 @@ class ColumnEncoding:
         encode = self.missing == "encode"
         for column in self.columns:
             array = table.column(column)
+            if column in self.categories:
+                array = as_text(array)
             if not encode:
                 check_no_nulls(array, column, rows)
             if column in self.categories:
@@ -288,8 +293,6 @@ class ColumnEncoding:
         return np.ascontiguousarray(X_transposed.T)
 
     def _one_hot(self, array, column, block, rows):
-        if pa.types.is_dictionary(array.type):
-            array = pc.cast(array, array.type.value_type)
         if array.null_count and self.missing == "encode" and None not in self.categories[column]:
             # a null the training data did not have in this column: an unknown category
             if self.handle_unknown == "error":
@@ -315,6 +318,18 @@ class ColumnEncoding:
                 f"{len(value_set)}: {listing(self.categories[column], 5)}); refit the encoding or "
                 "use handle_unknown='ignore'.")
         block[index[known], np.flatnonzero(known)] = 1.0
+
+
+def _category(value):
+    """A category as the encoding keeps it: text, or None for the missing value; a number, boolean
+    or date as the text :func:`rffkit._column_kinds.as_text` reads such a column's values as."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return as_text(pa.array([value])).to_pylist()[0]
+    except (pa.ArrowException, TypeError, ValueError):
+        raise ValueError(f"ColumnEncoding: a category must be text, a number, a boolean or a date; got "
+                         f"{short(value)}.") from None
 
 
 def text_values(array, column, rows, *, nulls=False):
@@ -382,15 +397,16 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
     ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
-    (text) and ``numeric`` (numbers and booleans) columns, and its global rows.
+    columns (text, or codes of any kind :func:`rffkit._column_kinds.as_text` reads) and the
+    ``numeric`` ones (numbers and booleans), and its global rows.
     ``learn_rows(batch, rows)``, when given, is the boolean mask of the batch's rows learned
     from (the training rows of a split): the categories, means and indicators come from those rows
     only, while every row is checked (nulls under ``missing='error'``, numbers in text,
     infinite values), so that a row left out of the learning still fails here and not
     after a fit.
 
-    * The categories of the text columns: every value seen, sorted (``None`` last, for a
-      null, with ``missing='encode'``). A column of more than ``max_categories`` values
+    * The categories of the text columns: every value seen, sorted (a column of numeric codes
+      by number; ``None`` last, for a null, with ``missing='encode'``). A column of more than ``max_categories`` values
       raises, and so does one that :class:`NumbersInText` finds to be numbers spoilt by
       text (past ``max_categories``, a column that still looks numeric is read to the
       end, so that the error names the text of a later chunk); a column with a distinct
@@ -420,16 +436,21 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                                f"values; {LEAVE_OUT}, or raise max_categories.")
 
     n_rows = 0
+    numeric_codes = set()  # columns of numbers read as codes: their categories sort as numbers
     for batch, rows in batches:
         sample = batch if learn_rows is None else batch.filter(pa.array(learn_rows(batch, rows)))
         n_rows += sample.num_rows
         for column in categorical:
-            distinct, locate = text_values(batch.column(column), column, rows, nulls=encode)
-            checks[column].update(distinct, locate)
+            kind = column_kind(batch.column(column).type)
+            if kind in ("integer", "float"):
+                numeric_codes.add(column)
+            distinct, locate = text_values(as_text(batch.column(column)), column, rows, nulls=encode)
+            if kind == "categorical":  # codes are numbers by design: no check for numbers in text
+                checks[column].update(distinct, locate)
             if column in too_many:
                 continue
             if sample is not batch:
-                distinct = pc.unique(sample.column(column)).to_pylist() if sample.num_rows else []
+                distinct = pc.unique(as_text(sample.column(column))).to_pylist() if sample.num_rows else []
             seen[column].update(distinct)
             if len(seen[column]) > max_categories:
                 if checks[column].message() is None:
@@ -456,8 +477,12 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             warnings.warn(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
                           f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.",
                           UserWarning, stacklevel=4)
-    learned = {"categories": {column: sorted(values, key=lambda value: (value is None, value or ""))
-                              for column, values in seen.items()}}
+    def order(column):
+        if column in numeric_codes:
+            return lambda value: (value is None, 0.0 if value is None else float(value), value or "")
+        return lambda value: (value is None, value or "")
+
+    learned = {"categories": {column: sorted(values, key=order(column)) for column, values in seen.items()}}
     if encode:
         for label in labels:
             label.warn()

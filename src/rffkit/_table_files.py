@@ -229,6 +229,21 @@ class TableLayout:
             raise DataSourceError(f"no feature columns: {self.files[0]!r} has only {listing(available)}.")
         return features
 
+    def categorical_columns(self, features, categorical, given):
+        """``open_table``'s ``categorical``, checked: a list of feature columns (empty for None)."""
+        if categorical is None:
+            return []
+        categorical = [categorical] if isinstance(categorical, str) else list(categorical)
+        if given and categorical:
+            raise ValueError("open_table: give categorical or an encoding, not both (an encoding lists "
+                             "its own categories).")
+        self._refuse_absent(categorical, "categorical")
+        others = [name for name in categorical if name not in features]
+        if others:
+            raise ValueError(f"open_table: categorical names {listing(others)}, not a feature column (the target, "
+                             f"or a column left out of the features); the features are {listing(features)}.")
+        return categorical
+
     def read_types(self, kinds, target=None):
         """CSV only (None for Parquet): the type each column of ``kinds`` is read as, so a later
         block cannot contradict the types inferred from the first: text as string, booleans as

@@ -64,9 +64,11 @@ task: --task auto makes a classification of a target that holds text or booleans
   target is a regression. Classes of fewer than two rows on average (names) are an error.
 models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge (regression)
   or RFFClassifier, both after a StandardScaler; srff is SRFFRegressor (regression only).
-  Text columns are one-hot encoded; relevances are reported per original column, the
-  shares of its one-hot columns combined by their norm (their weight in the kernel's
-  distance; a sum would grow with the number of levels, noise or not).
+  Text columns are one-hot encoded, and so are the columns named by --categorical: codes
+  stored as numbers (a subject, site or ZIP code) whose order and distances mean nothing.
+  Relevances are reported per original column, the shares of its one-hot columns combined
+  by their norm (their weight in the kernel's distance; a sum would grow with the number
+  of levels, noise or not).
 missing values: --missing encode (the default) makes a null (an empty field, NA, NaN...) in
   a text column a category of its own, and fills one in a numeric column with the
   column's mean, beside a 0/1 column that marks those rows (part of the column's
@@ -108,6 +110,8 @@ def build_parser():
                          help="the input columns (default: every column but the target)")
     columns.add_argument("--exclude", nargs="+", metavar="COL",
                          help="columns to leave out of the inputs, such as an identifier")
+    fit.add_argument("--categorical", nargs="+", metavar="COL",
+                     help="numeric columns to one-hot encode as categories, such as a subject or site code")
     fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                      help="an estimator parameter, nested ones too (features__n_components=2000); "
                           "repeat for more; values are Python literals or text")

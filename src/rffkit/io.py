@@ -131,6 +131,10 @@ class TableSource:
             raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
         for column in encoding.columns:
             kind = self._kinds[column]
+            if kind == "unsupported" and column in encoding.categories:
+                type_ = layout.schemas[0].field(column).type
+                raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
+                                      f"as categories; {LEAVE_OUT}.")
             uncovered = kind == "categorical" and column not in encoding.categories
             if uncovered:
                 refuse_text_among_numbers(self._raw_batches([column], self.chunk_rows, 0, 1), column,
@@ -150,7 +154,14 @@ class TableSource:
         """The feature columns of dates, times of day or durations, each with the number ``X`` holds
         for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._column_kinds.numbers`)."""
         return {column: TIME_UNITS[self._kinds[column]] for column in self.encoding.columns
-                if self._kinds[column] in TIME_UNITS}
+                if self._kinds[column] in TIME_UNITS and column not in self.encoding.categories}
+
+    @property
+    def categorical_codes(self):
+        """The feature columns of numbers, booleans or dates that the encoding one-hot encodes by
+        the text of their values (``open_table(categorical=...)``; list of str)."""
+        return [column for column in self.encoding.columns
+                if column in self.encoding.categories and self._kinds[column] != "categorical"]
 
     files = property(lambda self: list(self._layout.files))
     format = property(lambda self: self._layout.format)
@@ -219,10 +230,12 @@ class TableSource:
     def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
-        Reads the string and categorical columns (and, with ``missing='encode'``, the
-        numeric ones; :func:`rffkit._encoding.learn_encoding`). The categories are every
-        value seen, sorted. A text column of more than 20 distinct numbers and at least
-        nine of them for each other value is refused (:class:`DataSourceError` naming the
+        Reads the string and categorical columns, and the columns of codes this source's
+        encoding one-hot encodes (``open_table(categorical=...)``), and with
+        ``missing='encode'`` the numeric ones (:func:`rffkit._encoding.learn_encoding`).
+        The categories are every value seen, sorted (codes of numbers by their value). A
+        text column of more than 20 distinct numbers and at least nine of them for each
+        other value is refused (:class:`DataSourceError` naming the
         other values and their first rows): a numeric column that a placeholder such as
         ``'?'`` made text, whose one-hot encoding would give each number a column. A column
         with a distinct value on more than half of the rows (and more than 20 of them)
@@ -252,12 +265,13 @@ class TableSource:
         -------
         encoding : ColumnEncoding
             Over ``self.encoding.columns``, in that order, one-hot encoding each string or
-            categorical column.
+            categorical column and each column of codes.
         """
         check_missing(missing, "fit_encoding")
         columns = self.encoding.columns
-        categorical = [name for name in columns if self._kinds[name] == "categorical"]
-        numeric = [name for name in columns if self._kinds[name] != "categorical"] if missing == "encode" else []
+        categorical = [name for name in columns
+                       if self._kinds[name] == "categorical" or name in self.encoding.categories]
+        numeric = [name for name in columns if name not in categorical] if missing == "encode" else []
         read = categorical + numeric
         drop = self.drop_missing_target and self.target is not None
         batches = self._raw_batches(read + ([self.target] if drop else []), self.chunk_rows, 0, 1) if read else ()
@@ -318,7 +332,7 @@ class TableSource:
         return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
 
 
-def open_table(paths, target=None, *, features=None, exclude=None, format=None,
+def open_table(paths, target=None, *, features=None, exclude=None, categorical=None, format=None,
                chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error",
                drop_missing_target=False, learn_rows=None):
     """Open Parquet or CSV files as one streamed table.
@@ -337,6 +351,11 @@ def open_table(paths, target=None, *, features=None, exclude=None, format=None,
     exclude : list of str, optional
         Columns left out of the default features (an identifier, a row label); only
         without ``features``.
+    categorical : list of str, optional
+        Feature columns of numbers, booleans or dates to one-hot encode like text, one input
+        per value, instead of reading each as one number: codes such as a subject, site or
+        ZIP code, whose order and distances mean nothing (see :class:`ColumnEncoding`). Text
+        columns are categorical without being named. Only with ``encoding='auto'``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
     chunk_rows : int, default=65536
@@ -418,8 +437,9 @@ def open_table(paths, target=None, *, features=None, exclude=None, format=None,
     if format_ == "parquet":
         layout.n_rows = sum(sum(groups) for groups in layout.row_groups)
     kinds = layout.kinds(features)
-    categorical = {name: () for name in features if kinds[name] == "categorical"}
     given = isinstance(encoding, ColumnEncoding)
+    codes = layout.categorical_columns(features, categorical, given)
+    categorical = {name: () for name in features if kinds[name] == "categorical" or name in codes}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
     first = encoding if given else ColumnEncoding(features, categorical)
     source = TableSource(layout, target, first, chunk_rows=chunk_rows, dtype=dtype,
