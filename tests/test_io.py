@@ -648,16 +648,41 @@ def test_exclude_leaves_columns_out_of_the_default_features(tmp_path):
         open_table(path, target="y", exclude=["id", "a", "b"])
 
 
-def test_a_csv_column_whose_later_rows_contradict_its_inferred_type_is_named(tmp_path):
-    """pyarrow infers a CSV column's type from the first block; the error names the column and the way out."""
-    path = tmp_path / "t.csv"
+def _late_csv(path, first, last):
+    """A CSV whose column v cycles through ``first`` on 200,000 rows (past pyarrow's first block, where
+    it infers the column's type), then is ``last``."""
     with open(path, "w") as handle:
-        handle.write("x,flag,y\n")
-        handle.write("1.5,,2.0\n" * 200_000)  # past pyarrow's first block: flag is empty there
-        handle.write("1.5,NO,2.0\n")
-    with pytest.raises(DataSourceError, match=r"invalid value 'NO' \(column #1 is 'flag'\); a CSV column's type "
+        handle.write("x,v,y\n")
+        handle.write("".join(f"1.5,{value},2.0\n" for value in first) * (200_000 // len(first)))
+        handle.write(f"1.5,{last},2.0\n")
+    return path
+
+
+def test_a_csv_column_of_empty_fields_then_text_is_read_as_text(tmp_path):
+    """pyarrow infers a CSV column's type from the first block; text further down makes it a text column,
+    with a warning, and new data opened with the learned encoding read it the same way."""
+    path = _late_csv(tmp_path / "t.csv", [""], "NO")
+    with pytest.warns(UserWarning, match=r"CSV column 'v' holds only numbers or empty fields in the first rows of "
+                                         r".*t.csv', where its type is inferred, and text further down \('NO'\): it is "
+                                         r"read as text"):
+        source = open_table(path, target="y", missing="encode")
+    assert source.feature_names == ["x", "v=NO", "v=(missing)"]
+    X = np.concatenate([chunk.X for chunk in source.iter_chunks()])
+    np.testing.assert_array_equal(X[-2:, 1:], [[0, 1], [1, 0]])
+    again = open_table(path, target="y", encoding=source.encoding)  # no learning pass: the encoding says text
+    np.testing.assert_array_equal(np.concatenate([chunk.X for chunk in again.iter_chunks()]), X)
+
+
+def test_a_csv_column_of_numbers_then_text_is_named(tmp_path):
+    # learned: read as text, it is a column of numbers spoilt by a placeholder
+    path = _late_csv(tmp_path / "t.csv", [str(k) for k in range(40)], "?")
+    with pytest.warns(UserWarning, match="read as text"), pytest.raises(
+            DataSourceError, match=r"column 'v' holds numbers and text: .* '\?' \(row 200000\)"):
+        open_table(path, target="y", missing="encode")
+    # not learned (no text column, missing='error'): the read names the column and the way out
+    with pytest.raises(DataSourceError, match=r"invalid value '\?' \(column #1 is 'v'\); a CSV column's type "
                                               r"is inferred from the file's first rows.*--exclude on the command line"):
-        for _ in open_table(path, target="y", missing="encode").iter_chunks():  # the empty fields are no error
+        for _ in open_table(path, target="y").iter_chunks():
             pass
 
 

@@ -59,10 +59,10 @@ from ._streamed_heads import (
 from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
-from ._validation import draw_seeds, resolve_device, standard_scale, torch_generator
+from ._validation import check_columns_seen_in_fit, draw_seeds, resolve_device, standard_scale, torch_generator
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
-from .io import ArraySource, TableSource, check_columns_seen_in_fit
+from .io import ArraySource, TableSource
 from .kernels import KERNELS
 from .layers import RFFNetModule
 

@@ -35,10 +35,10 @@ from ._sufficient import (
     streamed_loo,
     streamed_moments,
 )
-from ._validation import check_input, resolve_device, seed_from_random_state
+from ._validation import check_columns_seen_in_fit, check_input, resolve_device, seed_from_random_state
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
-from .io import ArraySource, TableSource, check_columns_seen_in_fit
+from .io import ArraySource, TableSource
 
 
 def fit_in_chunks_instead(estimator, X, y=None, *, error):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,8 @@ from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
 )
 
-__all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file", "target_present", "target_values"]
+__all__ = ["LateTextError", "TableLayout", "expand_paths", "file_format", "inspect_file", "target_present",
+           "target_values"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -110,15 +111,29 @@ def _fragment(path, file_format, column_types=None, row_groups=None):
     return _csv_format(file_format, column_types).make_fragment(path, filesystem=_FILESYSTEM)
 
 
+class LateTextError(DataSourceError):
+    """A CSV column that held only numbers or empty fields in the file's first rows, where pyarrow
+    infers its type, holds text further down: ``column`` of the file ``path``, the first such
+    text ``value``."""
+
+    def __init__(self, message, path, column, value):
+        super().__init__(message)
+        self.path, self.column, self.value = path, column, value
+
+
 def _read_error(path, exc, names=None):
     message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    value = re.search(r"conversion error.*invalid value '(.*)'$", message)
     column = re.search(r"CSV column #(\d+)", message)
-    if column and names and int(column.group(1)) < len(names):
-        message += f" (column #{column.group(1)} is {names[int(column.group(1))]!r})"
+    name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
+    if name is not None:
+        message += f" (column #{column.group(1)} is {name!r})"
     if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
         message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
                     f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
                     "text")
+        if name is not None and value:
+            return LateTextError(f"cannot read {path!r}: {message}", path, name, value.group(1))
     return DataSourceError(f"cannot read {path!r}: {message}")
 
 
@@ -191,6 +206,8 @@ class TableLayout:
     schemas: list
     row_groups: list
     n_rows: int | None = None
+    #: CSV columns read as text whatever the first rows suggested (:class:`LateTextError`)
+    text_columns: set = field(default_factory=set)
 
     def _refuse_absent(self, names, role):
         absent = [name for name in names if name not in self.schemas[0].names]
@@ -265,6 +282,9 @@ class TableLayout:
                 raise ColumnNotFoundError(
                     f"column {column!r} is not in {self.files[0]!r}; its columns are "
                     f"{listing(self.schemas[0].names)}.")
+            if column in self.text_columns:
+                kinds[column] = "categorical"
+                continue
             witness = self.files[0], self.schemas[0].field(column).type
             merged = column_kind(witness[1])
             for path, schema in zip(self.files[1:], self.schemas[1:]):

@@ -28,6 +28,7 @@ from ._input_messages import short_value as _short
 from .exceptions import SmallSampleWarning
 
 __all__ = [
+    "check_columns_seen_in_fit",
     "MIN_FIT_SAMPLES",
     "RELIABLE_SAMPLES",
     "RELIABLE_SAMPLES_PER_CLASS",
@@ -382,3 +383,39 @@ def as_tensor(array, *, dtype, device):
 def to_numpy(tensor):
     """Detach a tensor and return it as a NumPy array on the CPU."""
     return tensor.detach().cpu().numpy()
+
+
+def check_columns_seen_in_fit(estimator, source, method="predict"):
+    """Raise ``ValueError`` unless ``source`` has the columns ``estimator`` was fitted on.
+
+    The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
+    have the names of ``feature_names_in_`` in the same order (the message names the
+    missing ones). Used by the estimators' streamed ``predict``/``score``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted estimator with ``n_features_in_`` (and ``feature_names_in_`` when it
+        was fitted on named columns).
+    source : TableSource or ArraySource
+        The rows to predict.
+    method : str, default='predict'
+        The method named in the message.
+
+    Raises
+    ------
+    ValueError
+        When the number, names or order of the columns differ from those seen in fit.
+    """
+    owner = type(estimator).__name__
+    if source.n_features != estimator.n_features_in_:
+        raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
+                         f"{estimator.n_features_in_} features as input.")
+    from .io import TableSource
+
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
+        missing = [name for name in names if name not in source.feature_names]
+        detail = f"it lacks {missing}" if missing else "they come in another order"
+        raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); "
+                         "open it with the training encoding (open_table(..., encoding=training_source.encoding)).")

@@ -14,6 +14,7 @@ and the error classes in ``rffkit._io_base``, and the reading of files under a
 
 from __future__ import annotations
 
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +38,9 @@ from ._io_base import (
     short,
 )
 from ._streaming import rechunk
-from ._table_files import TableLayout, expand_paths, file_format, inspect_file, target_present, target_values
+from ._table_files import (
+    LateTextError, TableLayout, expand_paths, file_format, inspect_file, target_present, target_values,
+)
 
 __all__ = [
     "open_table",
@@ -126,6 +129,8 @@ class TableSource:
         self.chunk_rows = check_chunk_rows(chunk_rows)
         self.dtype = check_dtype(dtype)
         self._kinds = layout.kinds(list(encoding.columns) + ([target] if target else []))
+        # a column the encoding one-hot encodes as text, empty in a CSV's first rows: text all the same
+        self._kinds.update({column: "categorical" for column in encoding.categories if self._kinds[column] == "null"})
         self._read_types = layout.read_types(self._kinds, target)  # CSV: fixed types of every read
         if target in encoding.columns:
             raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
@@ -436,16 +441,31 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     features = layout.feature_columns(target, features, exclude)
     if format_ == "parquet":
         layout.n_rows = sum(sum(groups) for groups in layout.row_groups)
+    codes = layout.categorical_columns(features, categorical, isinstance(encoding, ColumnEncoding))
+    while True:
+        try:
+            return _open_layout(layout, target, features, codes, encoding, missing, learn_rows,
+                                chunk_rows=chunk_rows, dtype=dtype, drop_missing_target=drop_missing_target)
+        except LateTextError as error:  # a feature of numbers or empty fields in a CSV's first rows, text later
+            if error.column not in features or error.column in layout.text_columns:
+                raise
+            warnings.warn(f"CSV column {error.column!r} holds only numbers or empty fields in the first rows of "
+                          f"{error.path!r}, where its type is inferred, and text further down ({short(error.value)}): "
+                          "it is read as text, a category per value.", UserWarning, stacklevel=2)
+            layout.text_columns.add(error.column)
+            layout.n_rows = None
+
+
+def _open_layout(layout, target, features, codes, encoding, missing, learn_rows, **options):
+    """``open_table``'s source over ``layout``, its encoding ``encoding`` or learned."""
     kinds = layout.kinds(features)
     given = isinstance(encoding, ColumnEncoding)
-    codes = layout.categorical_columns(features, categorical, given)
     categorical = {name: () for name in features if kinds[name] == "categorical" or name in codes}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
     first = encoding if given else ColumnEncoding(features, categorical)
-    source = TableSource(layout, target, first, chunk_rows=chunk_rows, dtype=dtype,
-                         drop_missing_target=drop_missing_target)
+    source = TableSource(layout, target, first, **options)
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
-        raise DataSourceError(f"the table has no rows ({len(files)} file(s), first {files[0]!r}).")
+        raise DataSourceError(f"the table has no rows ({len(layout.files)} file(s), first {layout.files[0]!r}).")
     if (categorical or missing == "encode") and not given:
         source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
     return source
@@ -481,37 +501,3 @@ def as_source(X, y=None):
                 f"as_source: {type(X).__name__} already carries its target; pass y=None.")
         return X
     return ArraySource(X, y)
-
-
-def check_columns_seen_in_fit(estimator, source, method="predict"):
-    """Raise ``ValueError`` unless ``source`` has the columns ``estimator`` was fitted on.
-
-    The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
-    have the names of ``feature_names_in_`` in the same order (the message names the
-    missing ones). Used by the estimators' streamed ``predict``/``score``.
-
-    Parameters
-    ----------
-    estimator : estimator
-        A fitted estimator with ``n_features_in_`` (and ``feature_names_in_`` when it
-        was fitted on named columns).
-    source : TableSource or ArraySource
-        The rows to predict.
-    method : str, default='predict'
-        The method named in the message.
-
-    Raises
-    ------
-    ValueError
-        When the number, names or order of the columns differ from those seen in fit.
-    """
-    owner = type(estimator).__name__
-    if source.n_features != estimator.n_features_in_:
-        raise ValueError(f"X has {source.n_features} features, but {owner} is expecting "
-                         f"{estimator.n_features_in_} features as input.")
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
-        missing = [name for name in names if name not in source.feature_names]
-        detail = f"it lacks {missing}" if missing else "they come in another order"
-        raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); "
-                         "open it with the training encoding (open_table(..., encoding=training_source.encoding)).")
