@@ -325,6 +325,18 @@ def test_new_data_whose_numbers_a_placeholder_made_text_is_named(table, tmp_path
                                         "Is that a placeholder for missing values?")
 
 
+def test_new_data_with_numbers_written_as_text_is_read_as_numbers(table, tmp_path):
+    """A Parquet file whose numeric column was written as text (every value a number) is parsed where the
+    encoding reads numbers; a value that is no number is named with its row."""
+    source = open_table(_write(_numeric(table), tmp_path, "train"), target="y")
+    expected = np.concatenate([chunk.X for chunk in source.iter_chunks()])
+    as_text = _numeric(table).set_column(0, "a", pa.array([repr(value) for value in table.column("a").to_pylist()]))
+    new = open_table(_write(as_text, tmp_path, "part-new", sizes=[50, 47]), target="y", encoding=source.encoding)
+    np.testing.assert_array_equal(np.concatenate([chunk.X for chunk in new.iter_chunks()]), expected)
+    with pytest.raises(DataSourceError, match=r"column 'a' holds 'x' at row 1, where the encoding expects a number"):
+        source.encoding.transform({**{name: [0.0, 0.0] for name in source.encoding.columns}, "a": ["1.5", "x"]})
+
+
 def test_string_feature_without_categories_is_refused(table, tmp_path):
     source = open_table(_write(table, tmp_path, "part"), target="y")
     with pytest.raises(DataSourceError, match=r"feature column 'color' has type string"):

@@ -33,7 +33,7 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "refuse_text_among_numbers", "LEAVE_OUT",
+__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "text_reads_as_numbers", "LEAVE_OUT",
            "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
@@ -51,7 +51,8 @@ class ColumnEncoding:
 
     Numeric and boolean columns pass through as one float column each (booleans as 0/1,
     timestamps and dates as days since 1970-01-01, times of day as hours, durations as
-    seconds);
+    seconds; a text column not in ``categories`` is parsed as numbers, as in new data whose
+    numbers were written as text, and a value that is no number is an error);
     each column named in ``categories`` is one-hot encoded into one output column per
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
     A column of codes (numbers, booleans or dates named in ``categories``: a subject or
@@ -264,12 +265,13 @@ class ColumnEncoding:
                 self._one_hot(array, column, X_transposed[start:start + width], rows)
                 start += width
                 continue
-            if column_kind(array.type) not in ("integer", "float", "bool", "null", *TIME_UNITS):
+            kind = column_kind(array.type)
+            if kind not in ("integer", "float", "bool", "null", "categorical", *TIME_UNITS):
                 raise DataSourceError(
                     f"column {column!r} has type {array.type}, which is not numeric, and the "
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
-            values = numbers(array)
+            values = numbers(array) if kind != "categorical" else _parsed(as_text(array), column, rows)
             if encode:
                 absent = np.isnan(values)
                 if absent.any():
@@ -320,6 +322,26 @@ class ColumnEncoding:
         block[index[known], np.flatnonzero(known)] = 1.0
 
 
+def _parsed(array, column, rows):
+    """The numbers of a text column the encoding reads as numbers (written as text in new data)."""
+    try:
+        return numbers(pc.cast(array, pa.float64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values = array.to_pylist()
+        position = next(k for k, value in enumerate(values) if value is not None and not _is_number(value))
+        raise DataSourceError(
+            f"column {column!r} holds {short(values[position])} at row {at_row(position, rows)}, where the "
+            "encoding expects a number; correct the value, or refit the encoding on these data.") from None
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _category(value):
     """A category as the encoding keeps it: text, or None for the missing value; a number, boolean
     or date as the text :func:`rffkit._column_kinds.as_text` reads such a column's values as."""
@@ -344,16 +366,24 @@ def text_values(array, column, rows, *, nulls=False):
     return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
 
 
-def refuse_text_among_numbers(batches, column, *, nulls=False):
-    """Raise naming the text values of ``column`` (``batches`` of ``(batch, rows)``) when most of
-    its values are numbers: new data whose numbers a placeholder made text, which an encoding
-    that reads the column as numbers cannot take. ``nulls``: missing values are allowed."""
-    check = NumbersInText(column)
+def text_reads_as_numbers(batches, column, *, nulls=False):
+    """Whether every value of the text ``column`` (``batches`` of ``(batch, rows)``) is a number, which
+    an encoding that reads the column as numbers then parses (new data whose numbers were written
+    as text). Raises naming the other values when most values are numbers: numbers a placeholder
+    made text. ``nulls``: missing values are allowed."""
+    check, parsed = NumbersInText(column), True
     for batch, rows in batches:
-        check.update(*text_values(batch.column(column), column, rows, nulls=nulls))
+        array = as_text(batch.column(column))
+        check.update(*text_values(array, column, rows, nulls=nulls))
+        if parsed:
+            try:
+                pc.cast(array, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                parsed = False
     if check.others and len(check.numbers) >= len(check.others):
         raise DataSourceError(f"feature column {column!r} holds text where the encoding expects numbers: "
                               f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
+    return parsed
 
 
 class RowNumbers:

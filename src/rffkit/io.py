@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ._array_source import ArraySource
 from ._column_kinds import TIME_UNITS
-from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, refuse_text_among_numbers, row_mask
+from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, row_mask, text_reads_as_numbers
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
     Chunk,
@@ -140,10 +140,9 @@ class TableSource:
                 type_ = layout.schemas[0].field(column).type
                 raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
                                       f"as categories; {LEAVE_OUT}.")
-            uncovered = kind == "categorical" and column not in encoding.categories
-            if uncovered:
-                refuse_text_among_numbers(self._raw_batches([column], self.chunk_rows, 0, 1), column,
-                                          nulls=encoding.missing == "encode")
+            # text where the encoding reads numbers: parsed when every value is one (numbers written as text)
+            uncovered = kind == "categorical" and column not in encoding.categories and not text_reads_as_numbers(
+                self._raw_batches([column], self.chunk_rows, 0, 1), column, nulls=encoding.missing == "encode")
             if kind == "unsupported" or uncovered:
                 type_ = layout.schemas[0].field(column).type
                 raise DataSourceError(
