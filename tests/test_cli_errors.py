@@ -86,7 +86,7 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
      ["do not hold every column the model was trained on", "feature columns 'z', 'colour' are not in"]),
     (PREDICT + ("{d}/data.csv", "--output", "{d}/p.xlsx"), ["give a .csv or .parquet file name"]),
     (PREDICT + ("{d}/data.csv", "--proba", "--output", "{d}/p.csv"), ["--proba needs a classifier"]),
-    (PREDICT + ("{d}/data.csv", "--id", "key", "--output", "{d}/p.csv"), ["--id: no column 'key'"]),
+    (PREDICT + ("{d}/data.csv", "--id", "key", "--output", "{d}/p.csv"), ["--id: the column 'key' is not in"]),
     (("predict", "{d}/model.pkl", "{d}/data.csv", "--output", "{d}/p.csv"), ["it looks like a pickle"]),
     (("info", "{d}/data.csv"), ["is not an rffkit model file"]),
     (("info", "{d}/bare.rffkit"), ["holds a RFFRidge saved by rffkit.save, not a model written by rffkit fit"]),

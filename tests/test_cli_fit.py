@@ -1,6 +1,7 @@
 """rffkit fit / predict / relevances / info on files: what they compute, print and save."""
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -470,3 +471,23 @@ def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_pa
     assert abs(predicted[0] - levels[3]) < 0.2 and np.isfinite(predicted[1])
     assert cli.main(["fit", str(path), "--target", "y", "--categorical", "y"]) == 2
     assert "categorical names 'y', not a feature column" in capsys.readouterr().err
+
+
+def test_fit_and_predict_read_a_european_csv(tmp_path, capsys):
+    """Fields delimited by ';' and decimal commas: found, reported, and read the same way by predict."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    path = tmp_path / "t.csv"
+    path.write_text("id;x;y\n" + "".join(f"{k};{a:.4f};{2 * a:.4f}\n".replace(".", ",") for k, a in enumerate(x)))
+    out = _run(capsys, "fit", path, "--target", "y", "--exclude", "id", "--model", "ridge", "--output",
+               tmp_path / "m.rffkit")
+    assert "data: 1 CSV file (t.csv; fields delimited by ';', decimal point ','), 200 rows" in out
+    assert float(re.search(r"R\^2 (\S+),", out).group(1)) > 0.99
+    _run(capsys, "predict", tmp_path / "m.rffkit", path, "--id", "id", "--output", tmp_path / "p.csv")
+    predicted = pa_csv.read_csv(tmp_path / "p.csv")
+    assert predicted.column("id").to_pylist() == list(range(200))
+    np.testing.assert_allclose(predicted.column("predicted_y").to_numpy(), 2 * x, atol=0.05)
+    # a given delimiter overrides the guess; the wrong one is named as a possible cause
+    assert cli.main(["fit", str(path), "--target", "y", "--delimiter", ","]) == 2
+    err = capsys.readouterr().err
+    assert "Expected 1 columns, got 3" in err and "another character than the one guessed" in err

@@ -732,9 +732,11 @@ def test_categorical_one_hot_encodes_codes_stored_as_numbers(tmp_path):
 
 def test_categorical_codes_of_booleans_and_dates_and_given_encodings(tmp_path):
     day = [datetime.date(2020, 1, 2), datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
-    pq.write_table(pa.table({"day": day, "ok": [True, False, True], "y": [1.0, 2.0, 3.0]}), tmp_path / "t.parquet")
-    source = open_table(tmp_path / "t.parquet", target="y", categorical=["day", "ok"])
-    assert source.feature_names == ["day=2020-01-01", "day=2020-01-02", "ok=false", "ok=true"]
+    half = pa.array(np.array([2.5, 2.5, 1.0], dtype=np.float16))  # no arithmetic kernels in Arrow
+    pq.write_table(pa.table({"day": day, "ok": [True, False, True], "half": half, "y": [1.0, 2.0, 3.0]}),
+                   tmp_path / "t.parquet")
+    source = open_table(tmp_path / "t.parquet", target="y", categorical=["day", "ok", "half"])
+    assert source.feature_names == ["day=2020-01-01", "day=2020-01-02", "ok=false", "ok=true", "half=1", "half=2.5"]
     assert source.time_columns == {}  # a date read as a code is no number of days
     # an encoding built by hand may list its categories as numbers, booleans or dates
     assert ColumnEncoding(["c"], {"c": [3, 10.0, True, day[0], None]}, missing="encode").categories == {
@@ -759,3 +761,45 @@ def test_categorical_names_feature_columns_of_a_readable_type(tmp_path):
     assert encoding.categories == {"id": ("1", "2")}
     with pytest.raises(ValueError, match="give categorical or an encoding, not both"):
         open_table(path, target="y", encoding=encoding, categorical=["id"])
+
+
+@pytest.mark.parametrize("delimiter, decimal", [(",", "."), (";", "."), (";", ","), ("\t", ","), ("|", ".")])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_csv_file_s_delimiter_and_decimal_point_are_found(tmp_path, delimiter, decimal, compressed):
+    """The CSV files of many European locales separate fields by ';' and write 0,5 for 0.5; a file
+    without commas in its header is read by the delimiter it holds, with the decimal point its numbers use."""
+    rng = np.random.default_rng(0)
+    values = np.round(rng.normal(size=(40, 2)), 3)
+    text = delimiter.join(["a", "color", "y"]) + "\n" + "".join(
+        delimiter.join([f"{a:.3f}".replace(".", decimal), "red" if a > 0 else "blue", f"{y:.3f}".replace(".", decimal)])
+        + "\n" for a, y in values)
+    path = tmp_path / ("t.csv.gz" if compressed else "t.csv")
+    if compressed:
+        with pa.CompressedOutputStream(str(path), "gzip") as stream:
+            stream.write(text.encode())
+    else:
+        path.write_text(text)
+    source = open_table(path, target="y")
+    assert source.dialect == (delimiter, decimal) and source.feature_names == ["a", "color=blue", "color=red"]
+    chunk = next(source.iter_chunks())
+    np.testing.assert_array_equal(chunk.X[:, 0], values[:, 0])
+    np.testing.assert_array_equal(chunk.y, values[:, 1])
+    colors = source.read_columns(["color"]).column(0).to_pylist()
+    assert colors == ["red" if a > 0 else "blue" for a in values[:, 0]]
+
+
+def test_a_csv_dialect_can_be_given_and_is_checked(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a;b;y\n1,5;1.5;2\n2,5;2.5;3\n")  # decimal points beside decimal commas: the point is kept
+    assert open_table(path, target="y", features=["b"]).dialect == (";", ".")
+    source = open_table(path, target="y", features=["a"], decimal=",")
+    assert source.dialect == (";", ",") and next(source.iter_chunks()).X[:, 0].tolist() == [1.5, 2.5]
+    with pytest.raises(ValueError, match=r"delimiter must be one character other than a quote or a line end; got ';;'"):
+        open_table(path, target="y", delimiter=";;")
+    with pytest.raises(ValueError, match="the delimiter and the decimal point are both ';'"):
+        open_table(path, target="y", decimal=";")
+    pq.write_table(pa.table({"a": [1.0], "y": [2.0]}), tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="delimiter and decimal are for CSV files"):
+        open_table(tmp_path / "t.parquet", target="y", delimiter=";")
+    with pytest.raises(ColumnNotFoundError, match="the column 'c' is not in"):
+        source.read_columns(["c"])

@@ -24,7 +24,7 @@ from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
 from .distributed import process_group
-from .io import ColumnEncoding, ColumnNotFoundError, open_table
+from .io import ColumnEncoding, ColumnNotFoundError, DataSourceError, open_table
 from .persistence import read_metadata, save
 
 __all__ = ["fit_command", "predict_command", "relevances_command", "info_command", "demo_command"]
@@ -168,7 +168,8 @@ def fit_command(args):
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         # the categories and fill means come from the training rows: the held-out ones are new data
         source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
-                            categorical=args.categorical, dtype=dtype, missing=args.missing,
+                            categorical=args.categorical, delimiter=args.delimiter, decimal=args.decimal,
+                            dtype=dtype, missing=args.missing,
                             drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
@@ -211,24 +212,10 @@ def fit_command(args):
 
 def _read_columns(source, columns):
     """The columns ``columns`` of every file of ``source``, in its row order, as one Arrow table."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    import pyarrow.dataset as ds
-
-    if source.format == "parquet":
-        file_format = ds.ParquetFileFormat()
-    else:
-        delimiter = "\t" if source.format == "tsv" else ","
-        file_format = ds.CsvFileFormat(parse_options=pa_csv.ParseOptions(delimiter=delimiter))
-    dataset = ds.dataset(source.files, format=file_format)
-    missing = [column for column in columns if column not in dataset.schema.names]
-    if missing:
-        raise CommandLineError(f"--id: no column {missing[0]!r} in the data; its columns are "
-                               f"{', '.join(dataset.schema.names)}.")
     try:
-        return dataset.to_table(columns=columns)
-    except pa.ArrowException as error:
-        raise CommandLineError(f"--id: cannot read {', '.join(columns)}: {error}") from None
+        return source.read_columns(columns)
+    except DataSourceError as error:
+        raise CommandLineError(f"--id: {error}") from None
 
 
 def predict_command(args):
@@ -247,7 +234,7 @@ def predict_command(args):
         raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
     encoding = ColumnEncoding.from_dict(bundle["encoding"])
     try:
-        source = open_table(args.data, encoding=encoding)
+        source = open_table(args.data, encoding=encoding, delimiter=args.delimiter, decimal=args.decimal)
     except ColumnNotFoundError as error:
         raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
     ids = _read_columns(source, args.id) if args.id else None

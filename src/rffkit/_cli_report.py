@@ -72,6 +72,11 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
                        columns=list(source.encoding.columns), feature_names=source.feature_names)
     shown = ", ".join(os.path.basename(path) for path in files[:3]) + (", ..." if len(files) > 3 else "")
     plural = "s" if len(files) > 1 else ""
+    dialect = source.dialect
+    report.data.update(csv_dialect=None if dialect is None else dialect._asdict())
+    if dialect is not None and dialect != ("\t" if source.format == "tsv" else ",", "."):
+        shown += f"; fields delimited by {dialect.delimiter!r}" + (
+            "" if dialect.decimal == "." else f", decimal point {dialect.decimal!r}")
     report.line(f"data: {len(files)} {source.format.upper()} file{plural} ({shown}), {n_rows} rows, "
                 f"{len(source.encoding.columns)} columns, target {args.target!r}")
     dropped = source.n_dropped

@@ -93,6 +93,8 @@ def as_text(array):
     if column_kind(type_) == "categorical":
         return array
     if pa.types.is_floating(type_):
+        if pa.types.is_float16(type_):  # no arithmetic on half floats; float32 holds each exactly
+            array, type_ = pc.cast(array, pa.float32()), pa.float32()
         array = pc.add(pc.if_else(pc.is_nan(array), pa.scalar(None, type_), array), pa.scalar(0.0, type_))
     return pc.cast(array, pa.string())
 

@@ -1,12 +1,12 @@
 """The files under a :class:`rffkit.io.TableSource`: found, checked, and read batch by batch.
 
 :func:`expand_paths` turns paths, globs and directories into a sorted list of files,
-:func:`file_format` names their format and :func:`inspect_file` reads one file's schema (and
-Parquet row groups). A :class:`TableLayout` holds what was found; it merges the kinds of
-each column over the files, counts rows and yields each rank's record batches with their
-global row indices; :func:`target_values` and :func:`target_present` read a target column.
-Arrow's read errors become :class:`~rffkit.io.DataSourceError` naming the file (and, for
-CSV, the column).
+:func:`file_format` names their format, :func:`csv_dialect` finds a CSV file's delimiter and
+decimal point, and :func:`inspect_file` reads one file's schema (and Parquet row groups). A
+:class:`TableLayout` holds what was found; it merges the kinds of each column over the files,
+counts rows and yields each rank's record batches with their global row indices;
+:func:`target_values` and :func:`target_present` read a target column. Arrow's read errors
+become :class:`~rffkit.io.DataSourceError` naming the file (and, for CSV, the column).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -27,10 +28,11 @@ from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
 from ._encoding import LEAVE_OUT
 from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
+    public_in_io,
 )
 
-__all__ = ["LateTextError", "TableLayout", "expand_paths", "file_format", "inspect_file", "target_present",
-           "target_values"]
+__all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file",
+           "target_present", "target_values"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -95,20 +97,86 @@ def file_format(files, format):
     return next(iter(formats))
 
 
-def _parse_options(file_format):
-    return pa_csv.ParseOptions(delimiter="\t" if file_format == "tsv" else ",")
+@public_in_io
+class CSVDialect(NamedTuple):
+    """How a CSV file writes its fields (:func:`csv_dialect` finds it; ``TableSource.dialect``).
+
+    Parameters
+    ----------
+    delimiter : str, default=','
+        The character between fields (``';'`` in the CSV files of many European locales).
+    decimal : str, default='.'
+        The decimal point of numbers (``','`` in those files: ``0,5``).
+
+    Examples
+    --------
+    >>> from rffkit.io import CSVDialect
+    >>> CSVDialect(";", ",")
+    CSVDialect(delimiter=';', decimal=',')
+    """
+
+    delimiter: str = ","
+    decimal: str = "."
 
 
-def _csv_format(file_format, column_types=None):
-    convert = pa_csv.ConvertOptions(column_types=column_types or {}, strings_can_be_null=True)
-    return ds.CsvFileFormat(parse_options=_parse_options(file_format), convert_options=convert)
+#: The delimiters a CSV file's header is searched for, after the comma.
+_DELIMITERS = (";", "\t", "|")
 
 
-def _fragment(path, file_format, column_types=None, row_groups=None):
+def csv_dialect(path, file_format, delimiter=None, decimal=None):
+    """The :class:`CSVDialect` of a CSV or TSV file (None for Parquet): ``delimiter`` and ``decimal``
+    where given, else guessed from the file's first 64 KiB. The delimiter: a tab for TSV; for CSV a
+    comma when the header holds one, else the one of ``;``, tab and ``|`` it holds most of. The
+    decimal point: a comma when the delimiter is not, some field of the first 200 rows is a number
+    written with a decimal comma (``0,5``) and none with a decimal point."""
     if file_format == "parquet":
+        return None
+    lines = [] if delimiter is not None and decimal is not None else _first_lines(path)
+    if delimiter is None:
+        header = lines[0] if lines else ""
+        counts = {candidate: header.count(candidate) for candidate in _DELIMITERS}
+        delimiter = "\t" if file_format == "tsv" else "," if "," in header or not max(counts.values()) else max(
+            counts, key=counts.get)
+    if decimal is None:
+        fields = [field.strip().strip('"') for line in lines[1:201] for field in line.split(delimiter)]
+        commas = delimiter != "," and any(re.fullmatch(r"[+-]?\d*,\d+", field) for field in fields)
+        decimal = "," if commas and not any(re.fullmatch(r"[+-]?\d*\.\d+", field) for field in fields) else "."
+    for name, value in (("delimiter", delimiter), ("decimal", decimal)):
+        if not isinstance(value, str) or len(value) != 1 or value in "\r\n\"":
+            raise ValueError(f"open_table: {name} must be one character other than a quote or a line end; "
+                             f"got {value!r}.")
+    if delimiter == decimal:
+        raise ValueError(f"open_table: the delimiter and the decimal point are both {delimiter!r}.")
+    return CSVDialect(delimiter, decimal)
+
+
+def _first_lines(path):
+    """The complete lines of a CSV file's first 64 KiB (decompressed), without a byte-order mark."""
+    try:
+        with pa.input_stream(str(path), compression="detect") as stream:
+            head = stream.read(65536)
+    except (pa.ArrowException, OSError) as exc:
+        raise _read_error(path, exc) from None
+    lines = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
+    return lines[:-1] if len(head) == 65536 and len(lines) > 1 else lines
+
+
+def _parse_options(dialect):
+    return pa_csv.ParseOptions(delimiter=dialect.delimiter)
+
+
+def _csv_format(dialect, column_types=None):
+    convert = pa_csv.ConvertOptions(column_types=column_types or {}, strings_can_be_null=True,
+                                    decimal_point=dialect.decimal)
+    return ds.CsvFileFormat(parse_options=_parse_options(dialect), convert_options=convert)
+
+
+def _fragment(path, dialect, column_types=None, row_groups=None):
+    """A dataset fragment of one file: Parquet when ``dialect`` is None, else CSV in that dialect."""
+    if dialect is None:
         return ds.ParquetFileFormat().make_fragment(
             path, filesystem=_FILESYSTEM, row_groups=row_groups)
-    return _csv_format(file_format, column_types).make_fragment(path, filesystem=_FILESYSTEM)
+    return _csv_format(dialect, column_types).make_fragment(path, filesystem=_FILESYSTEM)
 
 
 class LateTextError(DataSourceError):
@@ -128,6 +196,10 @@ def _read_error(path, exc, names=None):
     name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
     if name is not None:
         message += f" (column #{column.group(1)} is {name!r})"
+    if re.search(r"CSV parse error: .*Expected \d+ columns, got \d+", message):
+        message += ("; a row with another number of fields than the header: a stray delimiter or quote, or the "
+                    "fields are delimited by another character than the one guessed from the header (give it: "
+                    "delimiter= in Python, --delimiter on the command line)")
     if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
         message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
                     f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
@@ -137,14 +209,15 @@ def _read_error(path, exc, names=None):
     return DataSourceError(f"cannot read {path!r}: {message}")
 
 
-def inspect_file(path, file_format):
-    """Schema and Parquet row-group sizes of one file, with readable errors."""
+def inspect_file(path, dialect):
+    """Schema and Parquet row-group sizes of one file (Parquet when ``dialect`` is None, else CSV in
+    that :class:`CSVDialect`), with readable errors."""
     if os.path.getsize(path) == 0:
         raise DataSourceError(f"{path!r} is empty (0 bytes); remove it or write data into it.")
     try:
-        fragment = _fragment(path, file_format)
+        fragment = _fragment(path, dialect)
         schema = fragment.physical_schema
-        if file_format != "parquet":
+        if dialect is not None:
             return schema, None
         metadata = fragment.metadata
         return schema, tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
@@ -206,6 +279,8 @@ class TableLayout:
     schemas: list
     row_groups: list
     n_rows: int | None = None
+    #: how the CSV files write their fields (None for Parquet)
+    dialect: CSVDialect | None = None
     #: CSV columns read as text whatever the first rows suggested (:class:`LateTextError`)
     text_columns: set = field(default_factory=set)
 
@@ -309,11 +384,20 @@ class TableLayout:
             total = 0
             for path in self.files:
                 try:
-                    total += _fragment(path, self.format, column_types).count_rows()
+                    total += _fragment(path, self.dialect, column_types).count_rows()
                 except (pa.ArrowException, OSError) as exc:
                     raise _read_error(path, exc) from None
             self.n_rows = total
         return self.n_rows
+
+    def read_columns(self, columns):
+        """``columns`` of every file, in row order, as one Arrow table (read as their types infer)."""
+        self._refuse_absent(columns, "the")
+        file_format = ds.ParquetFileFormat() if self.dialect is None else _csv_format(self.dialect)
+        try:
+            return ds.dataset(self.files, format=file_format, filesystem=_FILESYSTEM).to_table(columns=columns)
+        except (pa.ArrowException, OSError) as exc:
+            raise _read_error(self.files[0], exc) from None
 
     def has_rows(self, column):
         """CSV: whether any file holds a row, parsing ``column`` of at most one block a file."""
@@ -321,7 +405,7 @@ class TableLayout:
                                         column_types={column: pa.string()})
         for path in self.files:
             try:
-                with pa_csv.open_csv(path, parse_options=_parse_options(self.format),
+                with pa_csv.open_csv(path, parse_options=_parse_options(self.dialect),
                                      convert_options=options) as reader:
                     if any(batch.num_rows for batch in reader):
                         return True
@@ -347,12 +431,12 @@ class TableLayout:
                     continue
                 segments = (starts[mine], np.asarray(row_groups, dtype=np.int64)[mine])
                 position = 0
-                fragment = _fragment(path, "parquet", row_groups=mine)
+                fragment = _fragment(path, None, row_groups=mine)
                 for batch in _batches(fragment, columns, batch_rows, path):
                     yield batch, _segment_rows(position, batch.num_rows, *segments)
                     position += batch.num_rows
             else:
-                fragment = _fragment(path, self.format, column_types)
+                fragment = _fragment(path, self.dialect, column_types)
                 for batch in _batches(fragment, columns, batch_rows, path, schema.names):
                     rows = np.arange(offset, offset + batch.num_rows, dtype=np.int64)
                     offset += batch.num_rows

@@ -58,6 +58,16 @@ class _Parser(argparse.ArgumentParser):
         raise CommandLineError(f"{message} (see {self.prog} --help)")
 
 
+def _csv_options(parser):
+    """--delimiter and --decimal, for the commands that read CSV files."""
+    parser.add_argument("--delimiter", metavar="CHAR",
+                        help="CSV only: the character between fields (default: a comma, or the ';', tab or '|' "
+                             "of a header without commas)")
+    parser.add_argument("--decimal", metavar="CHAR",
+                        help="CSV only: the decimal point of numbers (default '.', or ',' in a file not delimited "
+                             "by commas whose numbers are written 0,5)")
+
+
 FIT_EPILOG = f"""\
 task: --task auto makes a classification of a target that holds text or booleans, or at
   most {MAX_AUTO_CLASSES} distinct whole numbers on at least twice as many rows; any other numeric
@@ -110,6 +120,7 @@ def build_parser():
                          help="the input columns (default: every column but the target)")
     columns.add_argument("--exclude", nargs="+", metavar="COL",
                          help="columns to leave out of the inputs, such as an identifier")
+    _csv_options(fit)
     fit.add_argument("--categorical", nargs="+", metavar="COL",
                      help="numeric columns to one-hot encode as categories, such as a subject or site code")
     fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
@@ -144,6 +155,7 @@ def build_parser():
     predict.add_argument("--output", required=True, metavar="FILE", help=".csv or .parquet")
     predict.add_argument("--proba", action="store_true", help="add one probability column per class")
     predict.add_argument("--id", nargs="+", metavar="COL", help="columns copied to the output")
+    _csv_options(predict)
     predict.set_defaults(run="predict_command")
 
     relevances = commands.add_parser(

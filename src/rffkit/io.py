@@ -39,7 +39,8 @@ from ._io_base import (
 )
 from ._streaming import rechunk
 from ._table_files import (
-    LateTextError, TableLayout, expand_paths, file_format, inspect_file, target_present, target_values,
+    CSVDialect, LateTextError, TableLayout, csv_dialect, expand_paths, file_format, inspect_file, target_present,
+    target_values,
 )
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "as_source",
     "Chunk",
     "ColumnEncoding",
+    "CSVDialect",
     "DataSourceError",
     "ColumnNotFoundError",
     "SchemaMismatchError",
@@ -169,6 +171,8 @@ class TableSource:
 
     files = property(lambda self: list(self._layout.files))
     format = property(lambda self: self._layout.format)
+    #: how the CSV files write their fields, :class:`CSVDialect` (delimiter, decimal); None for Parquet
+    dialect = property(lambda self: self._layout.dialect)
     feature_names = property(lambda self: self.encoding.output_names)
     n_features = property(lambda self: len(self.encoding.output_names))
 
@@ -194,6 +198,26 @@ class TableSource:
 
     def __iter__(self):
         return self.iter_chunks()
+
+    def read_columns(self, columns):
+        """Read some columns of every file, features or not, in row order.
+
+        Parameters
+        ----------
+        columns : list of str
+            Columns of the files.
+
+        Returns
+        -------
+        table : pyarrow.Table
+            Those columns as pyarrow reads them (their types inferred), all rows.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            A column is not in the files.
+        """
+        return self._layout.read_columns(list(columns))
 
     def with_encoding(self, encoding):
         """A source over the same files whose features are ``encoding.columns``, encoded by it.
@@ -337,8 +361,8 @@ class TableSource:
 
 
 def open_table(paths, target=None, *, features=None, exclude=None, categorical=None, format=None,
-               chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto", missing="error",
-               drop_missing_target=False, learn_rows=None):
+               delimiter=None, decimal=None, chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto",
+               missing="error", drop_missing_target=False, learn_rows=None):
     """Open Parquet or CSV files as one streamed table.
 
     Parameters
@@ -362,6 +386,11 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         columns are categorical without being named. Only with ``encoding='auto'``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
+    delimiter, decimal : str, optional
+        CSV only: the character between fields and the decimal point of numbers. Default
+        guessed from the first file (:func:`rffkit._table_files.csv_dialect`): a comma, or
+        the ``;``, tab or ``|`` of a header without commas, and a decimal comma where such a
+        file's numbers are written ``0,5``; ``source.dialect`` says what was used.
     chunk_rows : int, default=65536
         Default rows per chunk of :meth:`TableSource.iter_chunks`.
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
@@ -421,9 +450,12 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     """
     files = expand_paths(paths)
     format_ = file_format(files, format)
-    inspected = [inspect_file(path, format_) for path in files]
+    if format_ == "parquet" and (delimiter, decimal) != (None, None):
+        raise ValueError("open_table: delimiter and decimal are for CSV files; these are Parquet.")
+    dialect = csv_dialect(files[0], format_, delimiter, decimal)
+    inspected = [inspect_file(path, dialect) for path in files]
     layout = TableLayout(files, format_, [schema for schema, _ in inspected],
-                         [groups for _, groups in inspected])
+                         [groups for _, groups in inspected], dialect=dialect)
     available = layout.schemas[0].names
     if target is not None and target not in available:
         raise ColumnNotFoundError(f"target column {target!r} is not in {files[0]!r}; its columns "
