@@ -491,3 +491,40 @@ def test_fit_and_predict_read_a_european_csv(tmp_path, capsys):
     assert cli.main(["fit", str(path), "--target", "y", "--delimiter", ","]) == 2
     err = capsys.readouterr().err
     assert "Expected 1 columns, got 3" in err and "another character than the one guessed" in err
+
+
+def test_score_rates_a_saved_model_on_labelled_files(table_csv, tmp_path, capsys):
+    """rffkit score: the model's R^2 and RMSE (or accuracy and log-loss) on new labelled rows, equal to
+    scikit-learn's on rffkit predict's output; rows without a target are left out and counted."""
+    from sklearn.metrics import accuracy_score, log_loss, mean_squared_error, r2_score
+
+    _run(capsys, "fit", table_csv, "--target", "y", "--exclude", "id", "--model", "ridge", "--output",
+         tmp_path / "m.rffkit")
+    test = _columns(seed=1)
+    test["y"] = np.where(np.arange(N_ROWS) == 5, np.nan, test["y"])
+    pa_csv.write_csv(pa.table(test), tmp_path / "test.csv")
+    out = _run(capsys, "score", tmp_path / "m.rffkit", tmp_path / "test.csv", "--json")
+    result = json.loads(out)
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "test.csv", "--output", tmp_path / "p.csv")
+    predicted = np.delete(pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy(), 5)
+    y = np.delete(test["y"], 5)
+    assert result["n_rows"] == N_ROWS - 1 and result["n_rows_dropped"] == 1 and result["task"] == "regression"
+    assert result["score"]["r2"] == pytest.approx(r2_score(y, predicted), abs=1e-9)
+    assert result["score"]["rmse"] == pytest.approx(np.sqrt(mean_squared_error(y, predicted)), rel=1e-9)
+    out = _run(capsys, "score", tmp_path / "m.rffkit", tmp_path / "test.csv")
+    assert re.search(rf"score on {N_ROWS - 1} rows of test.csv: R\^2 \S+, RMSE \S+\nleft out: 1 row whose target "
+                     r"is missing\nheld-out score at fit, on \d+ rows: R\^2", out)
+    # a classifier: accuracy and log-loss, as scikit-learn computes them from the probabilities
+    _run(capsys, "fit", table_csv, "--target", "colour", "--model", "ridge", "--output", tmp_path / "c.rffkit")
+    pa_csv.write_csv(pa.table(_columns(seed=1)), tmp_path / "test.csv")
+    result = json.loads(_run(capsys, "score", tmp_path / "c.rffkit", tmp_path / "test.csv", "--json"))
+    _run(capsys, "predict", tmp_path / "c.rffkit", tmp_path / "test.csv", "--proba", "--output", tmp_path / "p.csv")
+    table = pa_csv.read_csv(tmp_path / "p.csv")
+    proba = np.column_stack([table.column(f"proba_{label}").to_numpy() for label in ("blue", "green", "red")])
+    labels = _columns(seed=1)["colour"]
+    assert result["score"]["accuracy"] == pytest.approx(accuracy_score(labels, table.column("predicted_colour")))
+    assert result["score"]["log_loss"] == pytest.approx(log_loss(labels, proba, labels=["blue", "green", "red"]))
+    # unlabelled rows are for predict
+    pa_csv.write_csv(pa.table({k: v for k, v in _columns().items() if k != "colour"}), tmp_path / "new.csv")
+    assert cli.main(["score", str(tmp_path / "c.rffkit"), str(tmp_path / "new.csv")]) == 2
+    assert "the data do not hold the target: target column 'colour' is not in" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import numpy as np
 from ._cli_demo import demo
 from ._cli_report import Report, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs
 from ._cli_support import (
-    MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure,
+    MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
     estimators, load_model, parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
 from ._io_base import listing
@@ -260,6 +260,41 @@ def predict_command(args):
                 writer.close()
     what = "predictions" + (" and class probabilities" if args.proba else "")
     print(f"wrote {written} {what} to {args.output}")
+    return 0
+
+
+def score_command(args):
+    """``rffkit score``: see ``rffkit score --help``."""
+    import json
+
+    bundle = load_model(args.model)
+    meta, model = bundle["meta"], bundle["estimator"]
+    target = meta["target"]
+    try:
+        source = open_table(args.data, target=target, encoding=ColumnEncoding.from_dict(bundle["encoding"]),
+                            delimiter=args.delimiter, decimal=args.decimal, drop_missing_target=True)
+    except ColumnNotFoundError as error:
+        what = "the target" if f"target column {target!r}" in str(error) else "every column the model was trained on"
+        raise CommandLineError(f"the data do not hold {what}: {error} rffkit score needs labelled rows; rffkit "
+                               "predict predicts unlabelled ones.") from None
+    score = HeldOutScore(meta["task"])
+    for chunk in source.iter_chunks():
+        y = chunk.y
+        if meta["task"] == "regression" and y.dtype.kind not in "fiub":
+            raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
+        score.add(model, chunk.X, y.astype(np.float64) if meta["task"] == "regression" else y)
+    result = {"model_file": args.model, "data": source.files, "target": target, "task": meta["task"],
+              "n_rows": score.n, "n_rows_dropped": source.n_dropped, "score": score.result(),
+              "held_out_score_at_fit": meta.get("score")}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    shown = ", ".join(os.path.basename(path) for path in source.files[:3]) + (", ..." if len(source.files) > 3 else "")
+    print(f"score on {score.n} rows of {shown}: {describe_score(result['score'])}")
+    if source.n_dropped:
+        print(f"left out: {source.n_dropped} row{'s' if source.n_dropped > 1 else ''} whose target is missing")
+    if meta.get("n_test"):
+        print(f"held-out score at fit, on {meta['n_test']} rows: {describe_score(meta.get('score'))}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The ``rffkit`` command line (also ``python -m rffkit``): fit, predict, relevances, info, demo.
+"""The ``rffkit`` command line (also ``python -m rffkit``): fit, predict, score, relevances, info, demo.
 
 ``rffkit fit DATA... --target COL`` reads CSV or Parquet files with :func:`rffkit.io.open_table`,
 one-hot encodes their text columns, holds out a share of the rows, fits an estimator, reports
@@ -157,6 +157,16 @@ def build_parser():
     predict.add_argument("--id", nargs="+", metavar="COL", help="columns copied to the output")
     _csv_options(predict)
     predict.set_defaults(run="predict_command")
+
+    score = commands.add_parser(
+        "score", help="score a saved model on labelled CSV/Parquet files",
+        description="The score of a model saved by rffkit fit on data that hold its target column: R^2 "
+                    "and RMSE, or accuracy and log-loss. Rows whose target is missing are left out.")
+    score.add_argument("model", metavar="MODEL")
+    score.add_argument("data", nargs="+", metavar="DATA")
+    score.add_argument("--json", action="store_true", help="print the result as JSON")
+    _csv_options(score)
+    score.set_defaults(run="score_command")
 
     relevances = commands.add_parser(
         "relevances", help="rank the original columns of a saved model by relevance",
