@@ -464,6 +464,8 @@ def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_pa
     out = _run(capsys, "fit", path, "--target", "y", "--categorical", "subject", "--model", "ridge",
                "--output", tmp_path / "m.rffkit")
     assert "one-hot encoded: subject (subject as codes, --categorical; 41 model inputs in all)" in out
+    info = _run(capsys, "info", tmp_path / "m.rffkit")  # the first 30 inputs of the 41
+    assert "model inputs (41): subject=1, subject=2, " in info and "subject=30, ... (11 more; --json lists all)" in info
     # new rows, one of a subject never seen: predicted from week alone, no error
     pa_csv.write_csv(pa.table({"subject": [3, 99], "week": [1, 1]}), tmp_path / "new.csv")
     _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "new.csv", "--output", tmp_path / "p.csv")

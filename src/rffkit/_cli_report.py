@@ -154,6 +154,8 @@ def model_file_lines(path, header, meta, model):
                                                       if meta["world_size"] > 1 else ""),
         f"command: {meta['command']}",
     ]
-    if len(meta["feature_names"]) != len(meta["columns"]):
-        lines.insert(7, f"model inputs ({len(meta['feature_names'])}): {', '.join(meta['feature_names'])}")
+    names = meta["feature_names"]
+    if len(names) != len(meta["columns"]):  # the first 30 (--json lists all)
+        shown = ", ".join(names[:30]) + (f", ... ({len(names) - 30} more; --json lists all)" if len(names) > 30 else "")
+        lines.insert(7, f"model inputs ({len(names)}): {shown}")
     return lines

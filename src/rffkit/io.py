@@ -9,7 +9,7 @@ maps, :func:`as_source` accepts either.
 Import every public name from here. :class:`ArraySource` is defined in
 ``rffkit._array_source``, :class:`ColumnEncoding` in ``rffkit._encoding``, :class:`Chunk`
 and the error classes in ``rffkit._io_base``, and the reading of files under a
-:class:`TableSource` in ``rffkit._table_files``.
+:class:`TableSource` in ``rffkit._table_files`` (with :class:`CSVDialect`).
 """
 
 from __future__ import annotations
