@@ -1,7 +1,7 @@
 """The source interface of :mod:`rffkit.io` over in-memory arrays and memory maps.
 
-Users import :class:`ArraySource` from :mod:`rffkit.io`, which re-exports it (and which it
-names as its module).
+Users import :class:`ArraySource` and :func:`as_source` from :mod:`rffkit.io`, which
+re-exports them (and which they name as their module).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ._io_base import (
     public_in_io,
 )
 
-__all__ = ["ArraySource"]
+__all__ = ["ArraySource", "as_source"]
 
 
 @public_in_io
@@ -149,3 +149,38 @@ class ArraySource:
             if y is not None and np.issubdtype(y.dtype, np.floating):
                 check_finite(y, "y", rows)
             yield Chunk(X, y, rows)
+
+
+@public_in_io
+def as_source(X, y=None):
+    """Return ``X`` unchanged if it is a source, else wrap arrays in an :class:`ArraySource`.
+
+    Parameters
+    ----------
+    X : TableSource, ArraySource or array-like of shape (n, p)
+        A source, or the features (a ``numpy.memmap`` stays on disk).
+    y : array-like of shape (n,), optional
+        The target of array ``X``; must be None when ``X`` is a source, which carries its
+        own.
+
+    Returns
+    -------
+    source : TableSource or ArraySource
+        ``X`` itself, or ``ArraySource(X, y)`` with its defaults.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rffkit.io import as_source
+    >>> source = as_source(np.zeros((4, 2)))
+    >>> as_source(source) is source
+    True
+    """
+    from .io import TableSource
+
+    if isinstance(X, (TableSource, ArraySource)):
+        if y is not None:
+            raise ValueError(
+                f"as_source: {type(X).__name__} already carries its target; pass y=None.")
+        return X
+    return ArraySource(X, y)

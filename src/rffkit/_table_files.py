@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
 from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
-from ._encoding import LEAVE_OUT
+from ._encoding import LEAVE_OUT, text_reads_as_numbers
 from ._io_base import (
     DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
     public_in_io,
@@ -335,6 +335,32 @@ class TableLayout:
             raise ValueError(f"open_table: categorical names {listing(others)}, not a feature column (the target, "
                              f"or a column left out of the features); the features are {listing(features)}.")
         return categorical
+
+    def checked_kinds(self, encoding, target, chunk_rows):
+        """The kinds of ``encoding``'s columns and of ``target``, each checked: a feature must be a
+        kind ``encoding`` turns into numbers (text it has no categories for only when every value
+        is a number, which it then parses), and the target numbers, booleans or text."""
+        kinds = self.kinds(list(encoding.columns) + ([target] if target else []))
+        # a column the encoding one-hot encodes as text, empty in a CSV's first rows: text all the same
+        kinds.update({column: "categorical" for column in encoding.categories if kinds[column] == "null"})
+        for column in encoding.columns:
+            kind, type_ = kinds[column], self.schemas[0].field(column).type
+            if kind == "unsupported" and column in encoding.categories:
+                raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
+                                      f"as categories; {LEAVE_OUT}.")
+            batches = (self.batches([column], chunk_rows, 0, 1, self.read_types({column: kind}))
+                       if kind == "categorical" and column not in encoding.categories else None)
+            uncovered = batches is not None and not text_reads_as_numbers(
+                batches, column, nulls=encoding.missing == "encode")
+            if kind == "unsupported" or uncovered:
+                raise DataSourceError(
+                    f"feature column {column!r} has type {type_}, which the encoding does not "
+                    "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
+                                             else "") + f"{LEAVE_OUT}.")
+        if target and (kinds[target] == "unsupported" or kinds[target] in TIME_UNITS):
+            raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
+                                  "numbers, booleans or strings.")
+        return kinds
 
     def read_types(self, kinds, target=None):
         """CSV only (None for Parquet): the type each column of ``kinds`` is read as, so a later

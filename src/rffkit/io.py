@@ -6,10 +6,10 @@ the data again and holds about one chunk in memory) and split their rows over th
 distributed job. :func:`open_table` opens files, :class:`ArraySource` wraps arrays and memory
 maps, :func:`as_source` accepts either.
 
-Import every public name from here. :class:`ArraySource` is defined in
-``rffkit._array_source``, :class:`ColumnEncoding` in ``rffkit._encoding``, :class:`Chunk`
-and the error classes in ``rffkit._io_base``, and the reading of files under a
-:class:`TableSource` in ``rffkit._table_files`` (with :class:`CSVDialect`).
+Import every public name from here. :class:`ArraySource` and :func:`as_source` are defined in
+``rffkit._array_source``, :class:`ColumnEncoding` in ``rffkit._encoding``, :class:`Chunk` and
+the error classes in ``rffkit._io_base``, and the reading of files under a
+:class:`TableSource` (with :class:`CSVDialect`) in ``rffkit._table_files``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import warnings
 import numpy as np
 import pyarrow as pa
 
-from ._array_source import ArraySource
+from ._array_source import ArraySource, as_source
 from ._column_kinds import TIME_UNITS
-from ._encoding import LEAVE_OUT, ColumnEncoding, learn_encoding, row_mask, text_reads_as_numbers
+from ._encoding import ColumnEncoding, learn_encoding, row_mask
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
     Chunk,
@@ -130,30 +130,10 @@ class TableSource:
         self._present = None  # rows with a target, counted once
         self.chunk_rows = check_chunk_rows(chunk_rows)
         self.dtype = check_dtype(dtype)
-        self._kinds = layout.kinds(list(encoding.columns) + ([target] if target else []))
-        # a column the encoding one-hot encodes as text, empty in a CSV's first rows: text all the same
-        self._kinds.update({column: "categorical" for column in encoding.categories if self._kinds[column] == "null"})
-        self._read_types = layout.read_types(self._kinds, target)  # CSV: fixed types of every read
         if target in encoding.columns:
             raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
-        for column in encoding.columns:
-            kind = self._kinds[column]
-            if kind == "unsupported" and column in encoding.categories:
-                type_ = layout.schemas[0].field(column).type
-                raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
-                                      f"as categories; {LEAVE_OUT}.")
-            # text where the encoding reads numbers: parsed when every value is one (numbers written as text)
-            uncovered = kind == "categorical" and column not in encoding.categories and not text_reads_as_numbers(
-                self._raw_batches([column], self.chunk_rows, 0, 1), column, nulls=encoding.missing == "encode")
-            if kind == "unsupported" or uncovered:
-                type_ = layout.schemas[0].field(column).type
-                raise DataSourceError(
-                    f"feature column {column!r} has type {type_}, which the encoding does not "
-                    "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
-                                             else "") + f"{LEAVE_OUT}.")
-        if target and (self._kinds[target] == "unsupported" or self._kinds[target] in TIME_UNITS):
-            raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
-                                  "numbers, booleans or strings.")
+        self._kinds = layout.checked_kinds(encoding, target, self.chunk_rows)
+        self._read_types = layout.read_types(self._kinds, target)  # CSV: fixed types of every read
 
     @property
     def time_columns(self):
@@ -500,35 +480,3 @@ def _open_layout(layout, target, features, codes, encoding, missing, learn_rows,
     if (categorical or missing == "encode") and not given:
         source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
     return source
-
-
-def as_source(X, y=None):
-    """Return ``X`` unchanged if it is a source, else wrap arrays in an :class:`ArraySource`.
-
-    Parameters
-    ----------
-    X : TableSource, ArraySource or array-like of shape (n, p)
-        A source, or the features (a ``numpy.memmap`` stays on disk).
-    y : array-like of shape (n,), optional
-        The target of array ``X``; must be None when ``X`` is a source, which carries its
-        own.
-
-    Returns
-    -------
-    source : TableSource or ArraySource
-        ``X`` itself, or ``ArraySource(X, y)`` with its defaults.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from rffkit.io import as_source
-    >>> source = as_source(np.zeros((4, 2)))
-    >>> as_source(source) is source
-    True
-    """
-    if isinstance(X, (TableSource, ArraySource)):
-        if y is not None:
-            raise ValueError(
-                f"as_source: {type(X).__name__} already carries its target; pass y=None.")
-        return X
-    return ArraySource(X, y)
