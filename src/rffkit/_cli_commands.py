@@ -282,7 +282,7 @@ def score_command(args):
         y = chunk.y
         if meta["task"] == "regression" and y.dtype.kind not in "fiub":
             raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
-        score.add(model, chunk.X, y.astype(np.float64) if meta["task"] == "regression" else y)
+        score.add(model, chunk.X, y)
     result = {"model_file": args.model, "data": source.files, "target": target, "task": meta["task"],
               "n_rows": score.n, "n_rows_dropped": source.n_dropped, "score": score.result(),
               "held_out_score_at_fit": meta.get("score")}

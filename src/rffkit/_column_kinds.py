@@ -3,8 +3,9 @@
 A file's column is numbers, booleans, text, a date or time, or unsupported
 (:func:`column_kind`); the kinds of one column in several files must agree
 (:func:`merge_kinds`); :func:`numbers` turns a numeric, boolean or time column into the
-float64 values of the feature matrix, and :func:`as_text` any of them into the text of its
-values, for a column of codes to be one-hot encoded.
+float64 values of the feature matrix (:func:`text_numbers` those written as text), and
+:func:`as_text` any of them into the text of its values, for a column of codes to be one-hot
+encoded (:func:`category_text` for one value).
 """
 
 from __future__ import annotations
@@ -12,7 +13,23 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["TIME_UNITS", "as_text", "column_kind", "merge_kinds", "numbers"]
+from ._io_base import short
+
+__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "merge_kinds", "numbers", "text_numbers"]
+
+
+#: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
+_KINDS = (
+    ("time", (pa.types.is_timestamp, pa.types.is_date)),
+    ("time_of_day", (pa.types.is_time,)),
+    ("duration", (pa.types.is_duration,)),
+    ("integer", (pa.types.is_integer,)),
+    ("float", (pa.types.is_floating, pa.types.is_decimal)),
+    ("bool", (pa.types.is_boolean,)),
+    ("null", (pa.types.is_null,)),
+    ("categorical", (pa.types.is_string, pa.types.is_large_string, pa.types.is_dictionary,
+                     getattr(pa.types, "is_string_view", lambda _: False))),
+)
 
 
 def column_kind(data_type):
@@ -23,25 +40,7 @@ def column_kind(data_type):
     number in its unit, :func:`numbers`), 'categorical' (strings and dictionaries) and
     'unsupported'.
     """
-    if pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
-        return "time"
-    if pa.types.is_time(data_type):
-        return "time_of_day"
-    if pa.types.is_duration(data_type):
-        return "duration"
-    if pa.types.is_integer(data_type):
-        return "integer"
-    if pa.types.is_floating(data_type) or pa.types.is_decimal(data_type):
-        return "float"
-    if pa.types.is_boolean(data_type):
-        return "bool"
-    if pa.types.is_null(data_type):
-        return "null"
-    string_view = getattr(pa.types, "is_string_view", lambda _: False)
-    if (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)
-            or string_view(data_type) or pa.types.is_dictionary(data_type)):
-        return "categorical"
-    return "unsupported"
+    return next((kind for kind, tests in _KINDS if any(test(data_type) for test in tests)), "unsupported")
 
 
 #: The number a column of each time kind becomes (:func:`numbers`).
@@ -97,6 +96,27 @@ def as_text(array):
             array, type_ = pc.cast(array, pa.float32()), pa.float32()
         array = pc.add(pc.if_else(pc.is_nan(array), pa.scalar(None, type_), array), pa.scalar(0.0, type_))
     return pc.cast(array, pa.string())
+
+
+def text_numbers(array):
+    """The numbers a text column writes (``"1.5"``), as :func:`numbers` gives them, or None when
+    some value is no number."""
+    try:
+        return numbers(pc.cast(as_text(array), pa.float64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def category_text(value):
+    """A category as an encoding keeps it: text, or None for the missing value; a number, boolean
+    or date as the text :func:`as_text` reads such a column's values as (raises ValueError for
+    anything else)."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return as_text(pa.array([value])).to_pylist()[0]
+    except (pa.ArrowException, TypeError, ValueError):
+        raise ValueError(f"a category must be text, a number, a boolean or a date; got {short(value)}.") from None
 
 
 def merge_kinds(first, second):

@@ -15,14 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._column_kinds import TIME_UNITS, as_text, column_kind, numbers
+from ._column_kinds import TIME_UNITS, as_text, category_text, column_kind, numbers, text_numbers
 from ._io_base import (
+    LEAVE_OUT,
     NUMBERS_IN_TEXT_MIN,
     PLACEHOLDER_IN_FILE,
     ColumnNotFoundError,
     DataSourceError,
     MissingValueError,
     NumbersInText,
+    RowNumbers,
     UnknownCategoryError,
     at_row,
     check_finite,
@@ -33,13 +35,10 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "text_reads_as_numbers", "LEAVE_OUT",
-           "MISSING"]
+__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "text_reads_as_numbers", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
-#: How the messages about a column say to do without it, in Python and on the command line.
-LEAVE_OUT = "leave it out (exclude=[...] in Python, --exclude on the command line)"
 #: The name of the output column of a missing value: a text column's category, a numeric column's indicator.
 MISSING = "(missing)"
 
@@ -123,7 +122,11 @@ class ColumnEncoding:
         columns = tuple(str(column) for column in self.columns)
         if len(set(columns)) != len(columns):
             raise ValueError(f"ColumnEncoding: columns must be distinct; got {listing(columns)}.")
-        categories = {str(name): tuple(map(_category, values)) for name, values in dict(self.categories).items()}
+        try:
+            categories = {str(name): tuple(map(category_text, values))
+                          for name, values in dict(self.categories).items()}
+        except ValueError as error:
+            raise ValueError(f"ColumnEncoding: {error}") from None
         stray = [name for name in categories if name not in columns]
         if stray:
             raise ValueError(
@@ -255,9 +258,7 @@ class ColumnEncoding:
         start = 0
         encode = self.missing == "encode"
         for column in self.columns:
-            array = table.column(column)
-            if column in self.categories:
-                array = as_text(array)
+            array = as_text(table.column(column)) if column in self.categories else table.column(column)
             if not encode:
                 check_no_nulls(array, column, rows)
             if column in self.categories:
@@ -323,35 +324,17 @@ class ColumnEncoding:
 
 
 def _parsed(array, column, rows):
-    """The numbers of a text column the encoding reads as numbers (written as text in new data)."""
-    try:
-        return numbers(pc.cast(array, pa.float64()))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        values = array.to_pylist()
-        position = next(k for k, value in enumerate(values) if value is not None and not _is_number(value))
+    """The numbers of a text column the encoding reads as numbers (written as text in new data); a
+    value that is no number is an error naming it and its row."""
+    values = text_numbers(array)
+    if values is None:
+        texts = as_text(array).to_pylist()
+        position = next(k for k, text in enumerate(texts)
+                        if text is not None and text_numbers(pa.array([text])) is None)
         raise DataSourceError(
-            f"column {column!r} holds {short(values[position])} at row {at_row(position, rows)}, where the "
-            "encoding expects a number; correct the value, or refit the encoding on these data.") from None
-
-
-def _is_number(text):
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _category(value):
-    """A category as the encoding keeps it: text, or None for the missing value; a number, boolean
-    or date as the text :func:`rffkit._column_kinds.as_text` reads such a column's values as."""
-    if value is None or isinstance(value, str):
-        return value
-    try:
-        return as_text(pa.array([value])).to_pylist()[0]
-    except (pa.ArrowException, TypeError, ValueError):
-        raise ValueError(f"ColumnEncoding: a category must be text, a number, a boolean or a date; got "
-                         f"{short(value)}.") from None
+            f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, where the "
+            "encoding expects a number; correct the value, or refit the encoding on these data.")
+    return values
 
 
 def text_values(array, column, rows, *, nulls=False):
@@ -375,43 +358,11 @@ def text_reads_as_numbers(batches, column, *, nulls=False):
     for batch, rows in batches:
         array = as_text(batch.column(column))
         check.update(*text_values(array, column, rows, nulls=nulls))
-        if parsed:
-            try:
-                pc.cast(array, pa.float64())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                parsed = False
+        parsed = parsed and text_numbers(array) is not None
     if check.others and len(check.numbers) >= len(check.others):
         raise DataSourceError(f"feature column {column!r} holds text where the encoding expects numbers: "
                               f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
     return parsed
-
-
-class RowNumbers:
-    """Whether a numeric column holds the global row numbers, from 0 or from 1, on every row read.
-
-    Such a column is a row label (pandas' index or R's row names written to the file), not a
-    measurement: a model can only misuse it, and in a file sorted by the target it gives
-    the target away.
-    """
-
-    def __init__(self, column):
-        self.column, self.starts, self.n_rows = column, {0, 1}, 0
-
-    def update(self, values, rows):
-        if rows is None:
-            self.starts = set()
-        if self.starts:
-            self.starts = {start for start in self.starts if np.array_equal(values, rows + start)}
-            self.n_rows += len(rows)
-
-    def warn(self):
-        if self.starts and self.n_rows > NUMBERS_IN_TEXT_MIN:
-            start = min(self.starts)
-            where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
-            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
-                          "... in file order): a row label, not a measurement, which a model can only misuse (in "
-                          f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
-                          UserWarning, stacklevel=5)
 
 
 def row_mask(learn_rows, rows):
@@ -435,11 +386,12 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     infinite values), so that a row left out of the learning still fails here and not
     after a fit.
 
-    * The categories of the text columns: every value seen, sorted (a column of numeric codes
-      by number; ``None`` last, for a null, with ``missing='encode'``). A column of more than ``max_categories`` values
-      raises, and so does one that :class:`NumbersInText` finds to be numbers spoilt by
-      text (past ``max_categories``, a column that still looks numeric is read to the
-      end, so that the error names the text of a later chunk); a column with a distinct
+    * The categories of the text columns: every value seen, sorted (a column of numeric
+      codes by number; ``None`` last, for a null, with ``missing='encode'``). A column of
+      more than ``max_categories`` values raises, and so does one that
+      :class:`NumbersInText` finds to be numbers spoilt by text (past ``max_categories``, a
+      column that still looks numeric is read to the end, so that the error names the text
+      of a later chunk); a column with a distinct
       value on more than ``IDENTIFIER_SHARE`` of the rows (and more than
       ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
     * With ``missing='encode'``, the mean of each numeric column over its values (its fill
@@ -507,6 +459,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             warnings.warn(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
                           f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.",
                           UserWarning, stacklevel=4)
+
     def order(column):
         if column in numeric_codes:
             return lambda value: (value is None, 0.0 if value is None else float(value), value or "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -217,6 +218,9 @@ class NumbersInText:
         return quoted + (f" and {more} more" if more > 0 else "")
 
 
+#: How the messages about a column say to do without it, in Python and on the command line.
+LEAVE_OUT = "leave it out (exclude=[...] in Python, --exclude on the command line)"
+
 #: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.
 PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write missing values as empty cells and drop or "
                        "impute their rows, or correct the values")
@@ -253,3 +257,31 @@ def check_rank(rank, world_size):
         raise ValueError(
             f"rank must be an integer in [0, world_size={world_size}); got {rank!r}.")
     return int(rank), int(world_size)
+
+
+class RowNumbers:
+    """Whether a numeric column holds the global row numbers, from 0 or from 1, on every row read.
+
+    Such a column is a row label (pandas' index or R's row names written to the file), not a
+    measurement: a model can only misuse it, and in a file sorted by the target it gives
+    the target away.
+    """
+
+    def __init__(self, column):
+        self.column, self.starts, self.n_rows = column, {0, 1}, 0
+
+    def update(self, values, rows):
+        if rows is None:
+            self.starts = set()
+        if self.starts:
+            self.starts = {start for start in self.starts if np.array_equal(values, rows + start)}
+            self.n_rows += len(rows)
+
+    def warn(self):
+        if self.starts and self.n_rows > NUMBERS_IN_TEXT_MIN:
+            start = min(self.starts)
+            where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
+            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
+                          "... in file order): a row label, not a measurement, which a model can only misuse (in "
+                          f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
+                          UserWarning, stacklevel=5)

@@ -25,10 +25,10 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
 from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
-from ._encoding import LEAVE_OUT, text_reads_as_numbers
+from ._encoding import text_reads_as_numbers
 from ._io_base import (
-    DROP_TARGET, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls, listing,
-    public_in_io,
+    DROP_TARGET, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls,
+    listing, public_in_io,
 )
 
 __all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file",
@@ -348,10 +348,9 @@ class TableLayout:
             if kind == "unsupported" and column in encoding.categories:
                 raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
                                       f"as categories; {LEAVE_OUT}.")
-            batches = (self.batches([column], chunk_rows, 0, 1, self.read_types({column: kind}))
-                       if kind == "categorical" and column not in encoding.categories else None)
-            uncovered = batches is not None and not text_reads_as_numbers(
-                batches, column, nulls=encoding.missing == "encode")
+            uncovered = kind == "categorical" and column not in encoding.categories and not text_reads_as_numbers(
+                self.batches([column], chunk_rows, 0, 1, self.read_types({column: kind})), column,
+                nulls=encoding.missing == "encode")
             if kind == "unsupported" or uncovered:
                 raise DataSourceError(
                     f"feature column {column!r} has type {type_}, which the encoding does not "

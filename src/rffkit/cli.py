@@ -100,12 +100,8 @@ example: rffkit fit "shards/*.parquet" --target y --model ridge \\
            --set features__n_components=2000 --output m.rffkit"""
 
 
-def build_parser():
-    """The ``rffkit`` argument parser."""
-    parser = _Parser(prog="rffkit", description="Random-feature kernel methods on CSV and Parquet files.")
-    parser.add_argument("--version", action="version", version=f"rffkit {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _add_fit(commands):
+    """The ``fit`` command's parser, under ``commands``."""
     fit = commands.add_parser(
         "fit", help="fit a model on CSV/Parquet files and save it", epilog=FIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -144,6 +140,15 @@ def build_parser():
     fit.add_argument("--verbose", action="store_true", help="the estimator's progress (verbose=1)")
     fit.add_argument("--json", action="store_true", help="print the report as JSON")
     fit.set_defaults(run="fit_command")
+
+
+def build_parser():
+    """The ``rffkit`` argument parser."""
+    parser = _Parser(prog="rffkit", description="Random-feature kernel methods on CSV and Parquet files.")
+    parser.add_argument("--version", action="version", version=f"rffkit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    _add_fit(commands)
 
     predict = commands.add_parser(
         "predict", help="predict with a saved model on CSV/Parquet files",

@@ -464,7 +464,6 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
                           f"{error.path!r}, where its type is inferred, and text further down ({short(error.value)}): "
                           "it is read as text, a category per value.", UserWarning, stacklevel=2)
             layout.text_columns.add(error.column)
-            layout.n_rows = None
 
 
 def _open_layout(layout, target, features, codes, encoding, missing, learn_rows, **options):
