@@ -2,6 +2,7 @@
 
 import json
 import re
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -466,13 +467,46 @@ def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_pa
     assert "one-hot encoded: subject (subject as codes, --categorical; 41 model inputs in all)" in out
     info = _run(capsys, "info", tmp_path / "m.rffkit")  # the first 30 inputs of the 41
     assert "model inputs (41): subject=1, subject=2, " in info and "subject=30, ... (11 more; --json lists all)" in info
-    # new rows, one of a subject never seen: predicted from week alone, no error
+    # new rows, one of a subject never seen: predicted from week alone, with a warning that names it
+
+    def predict(name):
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # the command line prints them
+            assert cli.main(["predict", str(tmp_path / "m.rffkit"), str(tmp_path / name), "--output",
+                             str(tmp_path / "p.csv")]) == 0
+        return pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy(), capsys.readouterr().err
+
     pa_csv.write_csv(pa.table({"subject": [3, 99], "week": [1, 1]}), tmp_path / "new.csv")
-    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "new.csv", "--output", tmp_path / "p.csv")
-    predicted = pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy()
+    predicted, err = predict("new.csv")
     assert abs(predicted[0] - levels[3]) < 0.2 and np.isfinite(predicted[1])
+    assert ("rffkit: warning: column 'subject': 1 row holds 1 category the model was not fitted on ('99'); the model "
+            "sees that row as none of the column's 40 categories ('1', '2', '3', '4', '5', ... (40 in all)).") in err
+    # the codes written as text in a file where the column is text ('3.0' beside 'x'): 3.0 is subject 3
+    (tmp_path / "text.csv").write_text("subject,week\n3.0,1\n 3 ,1\nx,1\n,1\n")
+    as_text, err = predict("text.csv")
+    np.testing.assert_allclose(as_text, predicted[[0, 0, 1, 1]], rtol=1e-12)
+    assert "2 rows hold 2 categories the model was not fitted on ('x', '(missing)')" in err
     assert cli.main(["fit", str(path), "--target", "y", "--categorical", "y"]) == 2
     assert "categorical names 'y', not a feature column" in capsys.readouterr().err
+
+
+def test_fit_warns_of_categories_that_only_held_out_rows_hold(tmp_path, capsys):
+    """The encoding is learned on the training rows, so a category that only held-out rows hold is none of
+    the model's inputs there: the held-out score covers such rows, and fit says how many and which."""
+    rng = np.random.default_rng(0)
+    held_out = np.flatnonzero(validation_mask(np.arange(200), 0.2, 0))
+    code = np.where(np.arange(200) % 2 == 0, "a", "b").astype(object)
+    code[held_out[:3]] = "c"
+    x = rng.normal(size=200)
+    pa_csv.write_csv(pa.table({"code": code, "x": x, "y": x + (code == "a")}), tmp_path / "t.csv")
+    for stream in ("never", "always"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # the command line prints them
+            assert cli.main(["fit", str(tmp_path / "t.csv"), "--target", "y", "--model", "ridge", "--stream", stream,
+                             "--output", str(tmp_path / "m.rffkit")]) == 0
+        err = capsys.readouterr().err
+        assert ("rffkit: warning: column 'code': 3 held-out rows hold 1 category the training rows do not have "
+                "('c'); the model sees those rows as none of the column's 2 categories ('a', 'b').") in err
 
 
 def test_fit_and_predict_read_a_european_csv(tmp_path, capsys):

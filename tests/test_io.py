@@ -730,6 +730,26 @@ def test_categorical_one_hot_encodes_codes_stored_as_numbers(tmp_path):
         open_table(tmp_path / "a.parquet", target="y", features=["dose", "x"], categorical=["dose"])
 
 
+def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_tallied():
+    """A text column whose values write a known code as another number ("4.0", " 4", "4e0", "+4") is
+    that code; text that is a code only as another number ("007" for "7") is not rescued where no such
+    category exists; the values that stay unknown are tallied per column with their rows."""
+    encoding = ColumnEncoding(["code", "name"], {"code": [1, 4, 10], "name": ["007", "ann"]}, missing="encode")
+    table = {"code": ["4.0", " 4", "4e0", "+4", "1.00", "10", "x", None, "4.5"],
+             "name": ["007", "7", "ann", "ann", "7.0", "ann", "bob", "007", "ann"]}
+    unknown = {}
+    X = encoding.transform(table, unknown=unknown)
+    np.testing.assert_array_equal(X[:, :3].argmax(axis=1)[:6], [1, 1, 1, 1, 0, 2])
+    assert not X[6:, :3].any()  # 'x', missing (no missing category here) and 4.5: none of the codes
+    np.testing.assert_array_equal(X[:, 3:5], [[1, 0], [0, 0], [0, 1], [0, 1], [0, 0], [0, 1], [0, 0], [1, 0], [0, 1]])
+    assert unknown == {"code": {"x": 1, None: 1, "4.5": 1}, "name": {"7": 1, "7.0": 1, "bob": 1}}
+    encoding.transform({"code": [4.5, 4.0], "name": ["bob", "ann"]}, unknown=unknown)  # a tally adds up
+    assert unknown == {"code": {"x": 1, None: 1, "4.5": 2}, "name": {"7": 1, "7.0": 1, "bob": 2}}
+    with pytest.raises(UnknownCategoryError, match=r"column 'code' holds 'x' at row 0"):
+        ColumnEncoding.from_dict({**encoding.to_dict(), "handle_unknown": "error"}).transform(
+            {"code": ["4.0", "x"], "name": ["ann", "ann"]}, rows=np.array([1, 0]))
+
+
 def test_categorical_codes_of_booleans_and_dates_and_given_encodings(tmp_path):
     day = [datetime.date(2020, 1, 2), datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
     half = pa.array(np.array([2.5, 2.5, 1.0], dtype=np.float16))  # no arithmetic kernels in Arrow

@@ -307,7 +307,9 @@ def test_command_line_learns_the_encoding_on_the_training_rows(tmp_path, capsys)
     frame.loc[np.flatnonzero(held_out)[:3], "colour"] = "purple"  # seen in held-out rows only
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
-    _run(capsys, "fit", path, "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # the command line prints them
+        _run(capsys, "fit", path, "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
     encoding = rffkit.load(tmp_path / "m.rffkit")["encoding"]
     assert "purple" not in encoding["categories"]["colour"]
     assert encoding["fill_values"]["x"] == pytest.approx(frame.loc[~held_out, "x"].mean(), rel=1e-12)

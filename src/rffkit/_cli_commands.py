@@ -32,8 +32,9 @@ __all__ = ["fit_command", "predict_command", "relevances_command", "info_command
 PREDICTION_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def _read_into_memory(source, estimator, report, why):
-    """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit."""
+def _read_into_memory(source, estimator, report, why, unknown=None):
+    """Every row of ``source`` as arrays ``(X, y, rows)``, after checking that they fit (``unknown``:
+    see :meth:`~rffkit.io.TableSource.iter_chunks`)."""
     from ._memory import available_memory
 
     need = source.n_rows * source.n_features * source.dtype.itemsize
@@ -44,7 +45,7 @@ def _read_into_memory(source, estimator, report, why):
             f"there ({source.n_rows} rows x {source.n_features} columns), twice that while it is "
             f"read; {readable_size(available)} is available. Fit a sample of the rows.")
     report.line(f"in memory: {source.n_rows} x {source.n_features} values ({readable_size(need)}); {why}")
-    chunks = list(source.iter_chunks())
+    chunks = list(source.iter_chunks(unknown=unknown))
     return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
 
 
@@ -99,7 +100,7 @@ def _fit_model(args, source, estimator, scale, world, report):
     streamed, why = _streams(args.stream, estimator, source, (first.X, first.y), world_size)
     name = type(estimator).__name__
     steps = [("standardscaler", StandardScaler())] if scale else []
-    score = HeldOutScore(report.data["task"])
+    score, unknown = HeldOutScore(report.data["task"]), {}  # unknown: categories only held-out rows hold
     split = (args.test_size, args.random_state)
     if streamed:
         if args.dtype == "auto":
@@ -118,12 +119,12 @@ def _fit_model(args, source, estimator, scale, world, report):
             estimator.__dict__.pop("feature_names_in_", None)
         model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
         if rank == 0:  # rank 0 scores the held-out rows; the other ranks are done
-            for chunk in test.iter_chunks():
+            for chunk in test.iter_chunks(unknown=unknown):
                 score.add(model, chunk.X, chunk.y)
         n_test = test.n_rows
         n_train = source.n_rows - n_test
     else:
-        X, y, rows = _read_into_memory(source, estimator, report, why)
+        X, y, rows = _read_into_memory(source, estimator, report, why, unknown)
         held_out = validation_mask(rows, args.test_size, args.random_state)
         n_train, n_test = int((~held_out).sum()), int(held_out.sum())
         if n_train < 2:
@@ -141,6 +142,7 @@ def _fit_model(args, source, estimator, scale, world, report):
         seconds = time.perf_counter() - start
         if n_test:
             score.add(model, X[held_out], y[held_out])
+    _warn_unknown(unknown, source.encoding, "held-out row", "the training rows do not have")
     return model, score.result(), seconds, n_train, n_test, streamed
 
 
@@ -218,6 +220,23 @@ def _read_columns(source, columns):
         raise CommandLineError(f"--id: {error}") from None
 
 
+def _warn_unknown(unknown, encoding, rows_word="row", lacking="the model was not fitted on"):
+    """One warning per one-hot encoded column whose data held categories the encoding does not know
+    (``unknown``, as :meth:`~rffkit.io.TableSource.iter_chunks` fills it)."""
+    import warnings
+
+    from ._encoding import MISSING
+
+    for column, counts in unknown.items():
+        rows, known = sum(counts.values()), encoding.categories[column]
+        values = [MISSING if value is None else value for value in sorted(counts, key=counts.get, reverse=True)]
+        warnings.warn(f"column {column!r}: {rows:,} {rows_word}{'s hold' if rows > 1 else ' holds'} {len(values)} "
+                      f"categor{'ies' if len(values) > 1 else 'y'} {lacking} ({listing(values, 5)}); the model sees "
+                      f"{'those rows' if rows > 1 else 'that row'} as none of the column's {len(known)} categories "
+                      f"({listing([MISSING if value is None else value for value in known], 5)}).",
+                      UserWarning, stacklevel=2)
+
+
 def predict_command(args):
     """``rffkit predict``: see ``rffkit predict --help``."""
     import pyarrow as pa
@@ -239,10 +258,10 @@ def predict_command(args):
         raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
     ids = _read_columns(source, args.id) if args.id else None
     name = f"predicted_{meta['target']}"
-    written, writer = 0, None
+    written, writer, unknown = 0, None, {}
     with replaced_atomically(args.output) as temporary:
         try:
-            for chunk in source.iter_chunks():
+            for chunk in source.iter_chunks(unknown=unknown):
                 columns = {} if ids is None else dict(zip(args.id, ids.take(chunk.rows).columns))
                 columns[name] = pa.array(predictions(model, chunk.X))
                 if args.proba:
@@ -258,6 +277,7 @@ def predict_command(args):
         finally:
             if writer is not None:
                 writer.close()
+    _warn_unknown(unknown, encoding)
     what = "predictions" + (" and class probabilities" if args.proba else "")
     print(f"wrote {written} {what} to {args.output}")
     return 0
@@ -277,12 +297,13 @@ def score_command(args):
         what = "the target" if f"target column {target!r}" in str(error) else "every column the model was trained on"
         raise CommandLineError(f"the data do not hold {what}: {error} rffkit score needs labelled rows; rffkit "
                                "predict predicts unlabelled ones.") from None
-    score = HeldOutScore(meta["task"])
-    for chunk in source.iter_chunks():
+    score, unknown = HeldOutScore(meta["task"]), {}
+    for chunk in source.iter_chunks(unknown=unknown):
         y = chunk.y
         if meta["task"] == "regression" and y.dtype.kind not in "fiub":
             raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
         score.add(model, chunk.X, y)
+    _warn_unknown(unknown, source.encoding)
     result = {"model_file": args.model, "data": source.files, "target": target, "task": meta["task"],
               "n_rows": score.n, "n_rows_dropped": source.n_dropped, "score": score.result(),
               "held_out_score_at_fit": meta.get("score")}

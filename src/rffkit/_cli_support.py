@@ -246,10 +246,10 @@ class RowSplit(TableSource):
             self._subset_rows = count
         return self._subset_rows
 
-    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
+    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
         """Yield the :class:`~rffkit.io.Chunk` tuples of this side of the split (rank's share)."""
         test_size, seed, held_out = self._split
-        for chunk in super().iter_chunks(chunk_rows, rank=rank, world_size=world_size):
+        for chunk in super().iter_chunks(chunk_rows, rank=rank, world_size=world_size, unknown=unknown):
             keep = validation_mask(chunk.rows, test_size, seed) == held_out
             if keep.any():
                 X = chunk.X[keep] if self._transform is None else self._transform(chunk.X[keep])

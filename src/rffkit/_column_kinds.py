@@ -5,7 +5,7 @@ A file's column is numbers, booleans, text, a date or time, or unsupported
 (:func:`merge_kinds`); :func:`numbers` turns a numeric, boolean or time column into the
 float64 values of the feature matrix (:func:`text_numbers` those written as text), and
 :func:`as_text` any of them into the text of its values, for a column of codes to be one-hot
-encoded (:func:`category_text` for one value).
+encoded (:func:`category_text` for one value; :func:`number_text` for codes written as text).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from ._io_base import short
 
-__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "merge_kinds", "numbers", "text_numbers"]
+__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "merge_kinds", "number_text", "numbers",
+           "text_numbers"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -105,6 +106,19 @@ def text_numbers(array):
         return numbers(pc.cast(as_text(array), pa.float64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+#: A number as a CSV reader takes one from text: "4", "-4.0", "4.5e1", ".5", with blanks around.
+_NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+
+
+def number_text(array):
+    """For each value of a text column that writes a number, the text :func:`as_text` gives that
+    number ("4.0", " 4" and "4e0" are "4"); null for the others and for missing values."""
+    array = as_text(array)
+    is_number = pc.fill_null(pc.match_substring_regex(array, _NUMBER), False)
+    written = pc.utf8_trim_whitespace(pc.if_else(is_number, array, pa.scalar(None, array.type)))
+    return as_text(pc.cast(written, pa.float64()))
 
 
 def category_text(value):

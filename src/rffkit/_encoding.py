@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._column_kinds import TIME_UNITS, as_text, category_text, column_kind, numbers, text_numbers
+from ._column_kinds import TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_numbers
 from ._io_base import (
     LEAVE_OUT,
     NUMBERS_IN_TEXT_MIN,
@@ -218,7 +218,7 @@ class ColumnEncoding:
                    description.get("handle_unknown", "ignore"), description.get("missing", "error"),
                    description.get("fill_values", {}), description.get("indicators", ()))
 
-    def transform(self, table, *, dtype=np.float64, rows=None):
+    def transform(self, table, *, dtype=np.float64, rows=None, unknown=None):
         """Encode a table into ``X`` of shape (m, len(output_names)).
 
         Parameters
@@ -229,12 +229,17 @@ class ColumnEncoding:
             Dtype of ``X``.
         rows : ndarray of int, optional
             Global row indices, used only to name the row in error messages.
+        unknown : dict, optional
+            Filled, under ``handle_unknown='ignore'``, with the values of one-hot encoded
+            columns that are none of their categories: ``{column: {value: rows}}`` (value None
+            for a missing one), added to what it holds, so that one dict can tally many tables.
 
         Returns
         -------
         X : ndarray of shape (m, len(output_names))
             C-contiguous; a one-hot block holds a single 1 per row (none for an unknown
-            category under ``handle_unknown='ignore'``).
+            category under ``handle_unknown='ignore'``). In a column of codes, text that writes
+            a known code as another number ("4.0", " 4") is that code.
 
         Raises
         ------
@@ -263,7 +268,7 @@ class ColumnEncoding:
                 check_no_nulls(array, column, rows)
             if column in self.categories:
                 width = len(self.categories[column])
-                self._one_hot(array, column, X_transposed[start:start + width], rows)
+                self._one_hot(array, column, X_transposed[start:start + width], rows, unknown)
                 start += width
                 continue
             kind = column_kind(array.type)
@@ -295,7 +300,7 @@ class ColumnEncoding:
             start += self._width(column)
         return np.ascontiguousarray(X_transposed.T)
 
-    def _one_hot(self, array, column, block, rows):
+    def _one_hot(self, array, column, block, rows, unknown=None):
         if array.null_count and self.missing == "encode" and None not in self.categories[column]:
             # a null the training data did not have in this column: an unknown category
             if self.handle_unknown == "error":
@@ -313,6 +318,14 @@ class ColumnEncoding:
         index = pc.fill_null(pc.index_in(array, value_set=value_set, skip_nulls=False), -1)
         index = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
         known = index >= 0
+        if not known.all() and column_kind(array.type) == "categorical":  # "4.0" or " 4" for the code 4
+            written = pc.index_in(number_text(array), value_set=pc.cast(value_set, pa.string()), skip_nulls=True)
+            index[~known] = np.asarray(pc.fill_null(written, -1).to_numpy(zero_copy_only=False))[~known]
+            known = index >= 0
+        if unknown is not None and not known.all():
+            tally = unknown.setdefault(column, {})
+            for count in pc.value_counts(array.filter(pa.array(~known))).to_pylist():
+                tally[count["values"]] = tally.get(count["values"], 0) + count["counts"]
         if self.handle_unknown == "error" and not known.all():
             position = int(np.flatnonzero(~known)[0])
             raise UnknownCategoryError(

@@ -292,7 +292,7 @@ class TableSource:
                                  learn if learn_rows is not None or drop else None)
         return ColumnEncoding(columns, handle_unknown=handle_unknown, **learned)
 
-    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1):
+    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
         """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.
 
         Parameters
@@ -307,6 +307,9 @@ class TableSource:
             reads only its row groups; a table with fewer row groups than ranks leaves some
             ranks empty. CSV: every rank parses all files and keeps the rows ``i`` with
             ``i % world_size == rank``.
+        unknown : dict, optional
+            Filled with the categories met that the encoding does not know, per column, with
+            their rows: ``{column: {value: rows}}`` (see :meth:`ColumnEncoding.transform`).
 
         Yields
         ------
@@ -318,7 +321,7 @@ class TableSource:
         chunk_rows = self.chunk_rows if chunk_rows is None else check_chunk_rows(chunk_rows)
         rank, world_size = check_rank(rank, world_size)
         columns = list(self.encoding.columns) + ([self.target] if self.target else [])
-        pieces = ((self.encoding.transform(batch, dtype=self.dtype, rows=rows),
+        pieces = ((self.encoding.transform(batch, dtype=self.dtype, rows=rows, unknown=unknown),
                    None if self.target is None else target_values(batch.column(self.target), self.target, rows),
                    rows)
                   for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
