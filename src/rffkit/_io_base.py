@@ -16,6 +16,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = [
@@ -285,3 +286,17 @@ class RowNumbers:
                           "... in file order): a row label, not a measurement, which a model can only misuse (in "
                           f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
                           UserWarning, stacklevel=5)
+
+
+def warn_row_numbers(batches, columns):
+    """The :class:`RowNumbers` check of ``columns`` on the first of ``batches`` (``(batch, rows)``
+    pairs) alone: where the encoding reads no numeric column, a cheap look for a row label."""
+    batch, rows = next(iter(batches), (None, None))
+    if batch is None or rows is None:
+        return
+    for column in columns:
+        check = RowNumbers(column)
+        values = batch.column(column)
+        if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
+            check.update(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64), rows)
+            check.warn()

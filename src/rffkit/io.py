@@ -36,6 +36,7 @@ from ._io_base import (
     check_rank,
     listing,
     short,
+    warn_row_numbers,
 )
 from ._streaming import rechunk
 from ._table_files import (
@@ -247,7 +248,8 @@ class TableSource:
         other values and their first rows): a numeric column that a placeholder such as
         ``'?'`` made text, whose one-hot encoding would give each number a column. A column
         with a distinct value on more than half of the rows (and more than 20 of them)
-        draws a warning: an identifier, most likely.
+        draws a warning: an identifier, most likely, and so does a numeric column that holds
+        the row numbers (a row label; with ``missing='error'`` looked for in the first chunk).
 
         Parameters
         ----------
@@ -290,6 +292,9 @@ class TableSource:
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
                                  learn if learn_rows is not None or drop else None)
+        if missing != "encode":  # no pass over the numeric columns: look for a row label in the first chunk
+            numeric = [name for name in columns if name not in categorical]
+            warn_row_numbers(self._raw_batches(numeric, self.chunk_rows, 0, 1) if numeric else (), numeric)
         return ColumnEncoding(columns, handle_unknown=handle_unknown, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
