@@ -490,6 +490,34 @@ def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_pa
     assert "categorical names 'y', not a feature column" in capsys.readouterr().err
 
 
+def test_dates_written_as_text_are_fitted_as_dates_and_predicted_from_either_form(tmp_path, capsys):
+    """A CSV of US dates (12/31/2020), which CSV readers leave as text, was 702 one-hot inputs, one per
+    date (held-out R^2 0.473 on this table); read as days since 1970 it is one input (R^2 above 0.99).
+    The model file (version 4) keeps the form, and new data may write the dates either way."""
+    rng = np.random.default_rng(0)
+    days = rng.integers(0, 730, 3000)
+    dates = (np.datetime64("2020-01-01") + days).astype(object)
+    x = rng.normal(size=3000)
+    y = 2 * np.sin(days / 730 * 2 * np.pi) + x + 0.1 * rng.normal(size=3000)
+    pa_csv.write_csv(pa.table({"day": [f"{d.month}/{d.day}/{d.year}" for d in dates], "x": x, "y": y}),
+                     tmp_path / "t.csv")
+    out = _run(capsys, "fit", tmp_path / "t.csv", "--target", "y", "--model", "ridge", "--output",
+               tmp_path / "m.rffkit")
+    assert "dates and times: day as days since 1970-01-01 (day read from text written %m/%d/%Y)" in out
+    assert float(re.search(r"R\^2 (\S+),", out).group(1)) > 0.99
+    bundle = rffkit.load(tmp_path / "m.rffkit")
+    assert bundle["version"] == 4 and bundle["encoding"]["dates"] == {"day": "%m/%d/%Y"}
+    pa_csv.write_csv(pa.table({"day": ["12/31/2021", "1/5/2020"], "x": [0.0, 0.0]}), tmp_path / "text.csv")
+    pa_csv.write_csv(pa.table({"day": np.array(["2021-12-31", "2020-01-05"], dtype="datetime64[D]"), "x": [0.0, 0.0]}),
+                     tmp_path / "iso.csv")
+    predicted = []
+    for name in ("text.csv", "iso.csv"):
+        _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / name, "--output", tmp_path / "p.csv")
+        predicted.append(pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy())
+    np.testing.assert_allclose(predicted[0], predicted[1], rtol=1e-12)
+    np.testing.assert_allclose(predicted[0], 2 * np.sin(np.array([730, 4]) / 730 * 2 * np.pi), atol=0.2)
+
+
 def test_fit_warns_of_categories_that_only_held_out_rows_hold(tmp_path, capsys):
     """The encoding is learned on the training rows, so a category that only held-out rows hold is none of
     the model's inputs there: the held-out score covers such rows, and fit says how many and which."""

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rffkit import _streaming, io
+from rffkit._column_kinds import date_format
 from rffkit._streaming import BottomKSample, RunningMoments, rechunk, validation_mask
 from rffkit.io import (
     ArraySource,
@@ -748,6 +749,72 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     with pytest.raises(UnknownCategoryError, match=r"column 'code' holds 'x' at row 0"):
         ColumnEncoding.from_dict({**encoding.to_dict(), "handle_unknown": "error"}).transform(
             {"code": ["4.0", "x"], "name": ["ann", "ann"]}, rows=np.array([1, 0]))
+
+
+@pytest.mark.parametrize("texts, expected", [
+    (["1/5/2020", "12/31/2020"], ("%m/%d/%Y", None, [])),  # a second field over 12: month first
+    (["13/1/2020", " 1/2/2020 "], ("%d/%m/%Y", None, [])),  # a first field over 12: day first
+    (["1.2.2020"], ("%d.%m.%Y", None, [])),  # dots: day first
+    (["2020-1-5", "2020-12-31"], ("%Y-%m-%d", None, [])),  # year first, not zero-padded (no CSV reader's ISO)
+    (["2020/01/05T10:30:00"], ("%Y/%m/%dT%H:%M:%S", None, [])),
+    (["31-12-2020 9:05", "1-1-2021 10:30"], ("%d-%m-%Y %H:%M", None, [])),
+    (["1/2/2020", "3/4/2020"], (None, "they are dates whose day and month no value tells apart (such as "
+                                      "'1/2/2020': every field 12 or less)", [])),
+    (["13/13/2020", "1/2/2020"], (None, None, [])),  # no order of day and month reads both
+    (["2020-1-5 10:30:01", "2020-1-6 9:05"], (None, None, [])),  # two forms of time
+    (["1/2/2020", "1-2-2020"], (None, None, [])),  # two separators
+    (["1/2/20", "13/2/20"], (None, None, [])),  # two-digit years: the century is a guess
+    (["red", "1/13/2020"], (None, None, [])),
+    ([f"1/{day}/2020" for day in range(1, 22)] + ["soon"], ("%m/%d/%Y", None, ["soon"])),  # a placeholder
+    ([f"1/{day}/2020" for day in range(1, 22)] + ["a", "b", "c"], (None, None, [])),  # too much text beside
+])
+def test_date_format_reads_the_order_of_day_and_month_off_the_values(texts, expected):
+    assert date_format(texts) == expected
+
+
+def test_dates_written_as_text_are_days_since_1970(tmp_path):
+    """A column of dates a CSV reader leaves as text (01/31/2020) is one input, days since 1970-01-01,
+    from CSV and Parquet; a later non-date is an error naming its row; new data may write the dates
+    as dates; day-month doubt keeps the column text, with a warning; a placeholder is an error."""
+    days = np.array([0, 400, 31, 15, 700, 59])
+    dates = np.datetime64("2020-01-01") + days
+    us = [f"{d.month}/{d.day}/{d.year}" for d in dates.astype(object)]
+    pa_csv.write_csv(pa.table({"day": us, "y": np.arange(6.0)}), tmp_path / "us.csv")
+    source = open_table(tmp_path / "us.csv", target="y")
+    expected = (dates - np.datetime64("1970-01-01")).astype(float)
+    np.testing.assert_array_equal(next(source.iter_chunks()).X[:, 0], expected)
+    assert source.encoding.dates == {"day": "%m/%d/%Y"} and source.time_columns == {"day": "days since 1970-01-01"}
+    assert ColumnEncoding.from_dict(json.loads(json.dumps(source.encoding.to_dict()))) == source.encoding
+    iso = [str(d) for d in dates.astype("datetime64[D]")]
+    pq.write_table(pa.table({"day": iso, "y": np.arange(6.0)}), tmp_path / "iso.parquet")  # text in Parquet
+    from_parquet = next(open_table(tmp_path / "iso.parquet", target="y").iter_chunks()).X[:, 0]
+    np.testing.assert_array_equal(from_parquet, expected)
+    # new data: the dates as dates (a CSV reader's ISO), or as text in the encoding's form; another form is an error
+    for day in (pa.array(dates.astype("datetime64[D]")), pa.array(us)):
+        np.testing.assert_array_equal(source.encoding.transform({"day": day})[:, 0], expected)
+    with pytest.raises(DataSourceError, match=r"column 'day' holds '2020-01-01' at row 1, where the encoding "
+                                              r"expects a date written %m/%d/%Y"):
+        source.encoding.transform({"day": ["1/31/2020", "2020-01-01"]})
+    # a missing date: an error, or with missing='encode' the mean date and an indicator
+    pa_csv.write_csv(pa.table({"day": us[:5] + [None], "y": np.arange(6.0)}), tmp_path / "gap.csv")
+    with pytest.raises(MissingValueError, match="column 'day' holds a missing value"):
+        list(open_table(tmp_path / "gap.csv", target="y").iter_chunks())
+    encoded = open_table(tmp_path / "gap.csv", target="y", missing="encode")
+    assert encoded.feature_names == ["day", "day=(missing)"]
+    assert encoded.encoding.fill_values["day"] == expected[:5].mean()
+    # a value past the first chunk that is no date: an error naming it and its row
+    pa_csv.write_csv(pa.table({"day": us + ["2/3/2020", "when?"], "y": np.arange(8.0)}), tmp_path / "late.csv")
+    with pytest.raises(DataSourceError, match=r"column 'day' holds 'when\?' at row 7, where the encoding expects"):
+        list(open_table(tmp_path / "late.csv", target="y", chunk_rows=6).iter_chunks())
+    # day and month in doubt: text, with a warning; many dates and a placeholder: an error that quotes it
+    pa_csv.write_csv(pa.table({"day": ["1/2/2020", "3/4/2020"] * 3, "y": np.arange(6.0)}), tmp_path / "doubt.csv")
+    with pytest.warns(UserWarning, match=r"column 'day' is read as text, a category per value: they are dates whose"):
+        assert open_table(tmp_path / "doubt.csv", target="y").feature_names == ["day=1/2/2020", "day=3/4/2020"]
+    spoilt = [f"1/{day}/2020" for day in range(1, 31)] + ["?"]
+    pa_csv.write_csv(pa.table({"day": spoilt, "y": np.arange(31.0)}), tmp_path / "spoilt.csv")
+    with pytest.raises(DataSourceError, match=r"column 'day' holds dates written %m/%d/%Y and 1 other value: '\?' "
+                                              r"\(row 30\)\. Is that a placeholder"):
+        open_table(tmp_path / "spoilt.csv", target="y")
 
 
 def test_categorical_codes_of_booleans_and_dates_and_given_encodings(tmp_path):

@@ -203,9 +203,11 @@ def fit_command(args):
         report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
                    relevances=relevances)
         if rank == 0:
-            version = MODEL_VERSION if source.categorical_codes else 2 if source.encoding.missing == "encode" else 1
+            encoding = source.encoding
+            version = (MODEL_VERSION if encoding.dates else 3 if source.categorical_codes
+                       else 2 if encoding.missing == "encode" else 1)
             save({"format": MODEL_FORMAT, "version": version, "estimator": model,
-                  "encoding": source.encoding.to_dict(), "meta": dict(report.data)}, args.output)
+                  "encoding": encoding.to_dict(), "meta": dict(report.data)}, args.output)
             report.data["model_file"] = args.output
             report.line(f"saved to {args.output} (rffkit info {shlex.quote(args.output)} describes it)")
         report.finish()

@@ -90,12 +90,14 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
         report.line(f"one-hot encoded: {', '.join(source.encoding.categories)} "
                     + (f"({', '.join(codes)} as codes, --categorical; " if codes else "(")
                     + f"{source.n_features} model inputs in all)")
-    times = source.time_columns
-    report.data.update(time_columns=list(times))
+    times, written = source.time_columns, source.encoding.dates
+    report.data.update(time_columns=list(times), dates_in_text=dict(written))
     if times:
         units = {unit: [column for column, its in times.items() if its == unit] for unit in times.values()}
         report.line("dates and times: " + "; ".join(f"{', '.join(columns)} as {unit}"
-                                                    for unit, columns in units.items()))
+                                                    for unit, columns in units.items())
+                    + (f" ({'; '.join(f'{column} read from text written {how}' for column, how in written.items())})"
+                       if written else ""))
     encoding = source.encoding
     filled = [column for column in encoding.columns
               if column in encoding.indicators or None in encoding.categories.get(column, ())]

@@ -33,8 +33,9 @@ __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators",
 MODEL_FORMAT = "rffkit-command-line"
 #: The newest command-line model file this rffkit reads and writes. Each file is written with the
 #: oldest version whose readers know its encoding: 1; 2, an encoding that fills in missing values;
-#: 3, one that one-hot encodes codes stored as numbers, booleans or dates (--categorical).
-MODEL_VERSION = 3
+#: 3, one that one-hot encodes codes stored as numbers, booleans or dates (--categorical); 4, one
+#: that reads dates written as text (01/31/2020).
+MODEL_VERSION = 4
 
 
 def estimators():

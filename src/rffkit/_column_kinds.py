@@ -6,17 +6,22 @@ A file's column is numbers, booleans, text, a date or time, or unsupported
 float64 values of the feature matrix (:func:`text_numbers` those written as text), and
 :func:`as_text` any of them into the text of its values, for a column of codes to be one-hot
 encoded (:func:`category_text` for one value; :func:`number_text` for codes written as text).
+Dates that a file writes as text in another form than ISO 8601's (which CSV readers parse), such
+as 01/31/2020, are found by :func:`date_format` and read by :func:`text_dates`.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._io_base import short
+from ._io_base import LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, at_row, short
 
-__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "merge_kinds", "number_text", "numbers",
-           "text_numbers"]
+__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "date_columns", "date_format", "merge_kinds",
+           "number_text", "numbers", "text_column_numbers", "text_dates", "text_numbers"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -119,6 +124,98 @@ def number_text(array):
     is_number = pc.fill_null(pc.match_substring_regex(array, _NUMBER), False)
     written = pc.utf8_trim_whitespace(pc.if_else(is_number, array, pa.scalar(None, array.type)))
     return as_text(pc.cast(written, pa.float64()))
+
+
+#: A date written as text: year first (2020-1-31, 2020/01/31) or last (31/01/2020, 01/31/2020,
+#: 31.01.2020, 31-01-2020), with one separator, and maybe a time (10:30 or 10:30:15) after a space or T.
+_DATE = re.compile(r"(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?:([ T])(\d{1,2}:\d{2})(:\d{2})?)?")
+
+
+def date_format(texts):
+    """``(format, doubt, others)``: the ``strptime`` format of the dates and times that ``texts``
+    (the distinct non-empty values of a text column) write, or None; ``doubt`` is None, or, where
+    they are dates whose day and month no value tells apart (01/02/2020), why they are not read;
+    ``others``, the texts that are no dates (at most one in ten, beside more than 20 dates: a
+    column of dates spoilt by a placeholder, as :class:`rffkit._io_base.NumbersInText` finds one
+    of numbers), or an empty list.
+
+    The year comes first (four digits, then month and day) or last (four digits): then the day
+    comes first where a first field is over 12, the month where a second one is; with neither, a
+    date written with dots is day first (31.01.2020, as in Germany), others are in doubt.
+    """
+    texts = list(texts)
+    matches = [m for m in map(_DATE.fullmatch, (text.strip() for text in texts)) if m]
+    others = [text for text in texts if not _DATE.fullmatch(text.strip())] if len(matches) < len(texts) else []
+    if not matches or (others and (len(matches) <= NUMBERS_IN_TEXT_MIN or len(matches) < 9 * len(others))):
+        return None, None, []
+    if len({(m.group(2), m.group(5), m.group(7) is None) for m in matches}) != 1:  # one separator, one clock
+        return None, None, []
+    first = matches[0]
+    separator, clock = first.group(2), "" if first.group(5) is None else first.group(5) + "%H:%M"
+    clock += "" if first.group(7) is None else ":%S"
+    if all(len(m.group(1)) == 4 and len(m.group(4)) <= 2 for m in matches):
+        return separator.join(("%Y", "%m", "%d")) + clock, None, others
+    if not all(len(m.group(1)) <= 2 and len(m.group(4)) == 4 for m in matches):
+        return None, None, []
+    day_first = any(int(m.group(1)) > 12 for m in matches)
+    month_first = any(int(m.group(3)) > 12 for m in matches)
+    if day_first and month_first:
+        return None, None, []
+    if not (day_first or month_first or separator == "."):
+        return None, (f"they are dates whose day and month no value tells apart (such as {first.group(0)!r}: "
+                      "every field 12 or less)"), []
+    order = ("%m", "%d") if month_first else ("%d", "%m")
+    return separator.join((*order, "%Y")) + clock, None, others
+
+
+def date_columns(batch, rows, columns):
+    """The text ``columns`` of a file's first chunk (``batch``, its global ``rows``) that write
+    dates only, with their formats (:func:`date_format`): column to format. A column of dates whose
+    day and month no value tells apart draws a warning (it stays text), one of dates and a few
+    other values is a :class:`DataSourceError` that quotes them."""
+    formats = {}
+    for column in columns if batch.num_rows else ():
+        values = batch.column(column)
+        format_, doubt, others = date_format(text for text in pc.unique(values).to_pylist() if text and text.strip())
+        if others:
+            quoted = ", ".join(f"{short(text)} (row {rows[pc.index(values, text).as_py()]})" for text in others[:5])
+            raise DataSourceError(f"column {column!r} holds dates written {format_} and {len(others)} other "
+                                  f"value{'s' if len(others) > 1 else ''}: {quoted}{PLACEHOLDER_IN_FILE}; "
+                                  f"or {LEAVE_OUT}.")
+        if format_ is not None:
+            formats[column] = format_
+        elif doubt is not None:
+            warnings.warn(f"column {column!r} is read as text, a category per value: {doubt}. Written year first "
+                          "(2020-01-02) they are read as dates.", UserWarning, stacklevel=4)
+    return formats
+
+
+def text_dates(array, format):
+    """The days since 1970-01-01 (as :func:`numbers` gives a date) of the dates a text column writes
+    in ``format`` (:func:`date_format`), NaN where a value is missing or empty; None where a value is
+    no date in that format."""
+    text = pc.utf8_trim_whitespace(as_text(array))
+    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+    parsed = pc.strptime(text, format=format, unit="s", error_is_null=True)
+    return None if parsed.null_count != text.null_count else numbers(parsed)
+
+
+def text_column_numbers(array, column, rows, date_format=None):
+    """The numbers a text ``column`` writes, or with ``date_format`` the days since 1970-01-01 of
+    the dates it writes so (:func:`text_numbers`, :func:`text_dates`): new data whose numbers or
+    dates are text. A value that is neither is a :class:`DataSourceError` naming it and its row
+    (``rows``, the chunk's global rows, or None)."""
+    read = text_numbers if date_format is None else lambda values: text_dates(values, date_format)
+    values = read(array)
+    if values is None:
+        texts = as_text(array).to_pylist()
+        position = next(k for k, text in enumerate(texts) if text is not None and (date_format is None or text.strip())
+                        and read(pa.array([text])) is None)
+        expected = "a number" if date_format is None else f"a date written {date_format}, as the column's dates are"
+        raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
+                              f"where the encoding expects {expected}; correct the value, or refit the encoding on "
+                              "these data.")
+    return values
 
 
 def category_text(value):

@@ -15,7 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._column_kinds import TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_numbers
+from ._column_kinds import (
+    TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_column_numbers, text_numbers,
+)
 from ._io_base import (
     LEAVE_OUT,
     NUMBERS_IN_TEXT_MIN,
@@ -56,7 +58,8 @@ class ColumnEncoding:
     category, in the order given (sorted when learned by :meth:`TableSource.fit_encoding`).
     A column of codes (numbers, booleans or dates named in ``categories``: a subject or
     site identifier, a ZIP code) is matched by the text of its values, so its categories are
-    strings (``"4"``, ``"2.5"``, ``"true"``, ``"2020-01-31"``; NaN is a missing value).
+    strings (``"4"``, ``"2.5"``, ``"true"``, ``"2020-01-31"``; NaN is a missing value). A text
+    column in ``dates`` is read as dates in its ``strptime`` format, as days since 1970-01-01.
 
     Missing values (nulls, and NaN in numeric columns) are an error by default. With
     ``missing='encode'`` they become inputs the model can use: mean imputation with a
@@ -86,6 +89,10 @@ class ColumnEncoding:
     indicators : sequence of str, default=()
         With ``missing='encode'``, the numeric columns (among ``fill_values``) that get a
         missing-value indicator output.
+    dates : mapping of str to str, default={}
+        Text columns of dates and their ``strptime`` formats, such as ``"%m/%d/%Y"`` (found
+        by :func:`rffkit._column_kinds.date_format` when learned); a value that is no such
+        date is an error naming it and its row.
 
     Attributes
     ----------
@@ -117,6 +124,7 @@ class ColumnEncoding:
     missing: str = "error"
     fill_values: dict = field(default_factory=dict)
     indicators: tuple = ()
+    dates: dict = field(default_factory=dict)
 
     def __post_init__(self):
         columns = tuple(str(column) for column in self.columns)
@@ -151,8 +159,14 @@ class ColumnEncoding:
         if stray or len(set(indicators)) != len(indicators):
             raise ValueError(f"ColumnEncoding: indicators must be distinct columns of fill_values; got "
                              f"{listing(indicators)}.")
+        dates = {str(name): str(format) for name, format in dict(self.dates).items()}
+        stray = [name for name in dates if name not in columns or name in categories]
+        if stray:
+            raise ValueError(f"ColumnEncoding: dates given for {listing(stray)}, not among the columns or one-hot "
+                             "encoded.")
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "categories", categories)
+        object.__setattr__(self, "dates", dates)
         object.__setattr__(self, "fill_values", fill_values)
         object.__setattr__(self, "indicators", tuple(name for name in columns if name in indicators))
 
@@ -189,13 +203,16 @@ class ColumnEncoding:
             ``"columns"`` (list of str), ``"handle_unknown"`` (str), ``"categories"``
             (dict of column to list of categories, ``None`` for the missing value) and,
             with ``missing='encode'``, ``"missing"``, ``"fill_values"`` (dict of column to
-            float) and ``"indicators"`` (list of str).
+            float) and ``"indicators"`` (list of str); with text columns of dates, ``"dates"``
+            (dict of column to format).
         """
         description = {"columns": list(self.columns), "handle_unknown": self.handle_unknown,
                        "categories": {name: list(values) for name, values in self.categories.items()}}
         if self.missing != "error":
             description.update(missing=self.missing, fill_values=dict(self.fill_values),
                                indicators=list(self.indicators))
+        if self.dates:
+            description.update(dates=dict(self.dates))
         return description
 
     @classmethod
@@ -207,7 +224,7 @@ class ColumnEncoding:
         description : dict
             ``"columns"``, and optionally ``"categories"`` (default none),
             ``"handle_unknown"`` (default 'ignore'), ``"missing"`` (default 'error'),
-            ``"fill_values"`` (default none) and ``"indicators"`` (default none).
+            ``"fill_values"``, ``"indicators"`` and ``"dates"`` (default none).
 
         Returns
         -------
@@ -216,7 +233,7 @@ class ColumnEncoding:
         """
         return cls(description["columns"], description.get("categories", {}),
                    description.get("handle_unknown", "ignore"), description.get("missing", "error"),
-                   description.get("fill_values", {}), description.get("indicators", ()))
+                   description.get("fill_values", {}), description.get("indicators", ()), description.get("dates", {}))
 
     def transform(self, table, *, dtype=np.float64, rows=None, unknown=None):
         """Encode a table into ``X`` of shape (m, len(output_names)).
@@ -277,7 +294,8 @@ class ColumnEncoding:
                     f"column {column!r} has type {array.type}, which is not numeric, and the "
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
-            values = numbers(array) if kind != "categorical" else _parsed(as_text(array), column, rows)
+            values = numbers(array) if kind != "categorical" else text_column_numbers(array, column, rows,
+                                                                                      self.dates.get(column))
             if encode:
                 absent = np.isnan(values)
                 if absent.any():
@@ -336,20 +354,6 @@ class ColumnEncoding:
         block[index[known], np.flatnonzero(known)] = 1.0
 
 
-def _parsed(array, column, rows):
-    """The numbers of a text column the encoding reads as numbers (written as text in new data); a
-    value that is no number is an error naming it and its row."""
-    values = text_numbers(array)
-    if values is None:
-        texts = as_text(array).to_pylist()
-        position = next(k for k, text in enumerate(texts)
-                        if text is not None and text_numbers(pa.array([text])) is None)
-        raise DataSourceError(
-            f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, where the "
-            "encoding expects a number; correct the value, or refit the encoding on these data.")
-    return values
-
-
 def text_values(array, column, rows, *, nulls=False):
     """``(distinct, locate)`` of a chunk ``array`` of the text ``column``: its distinct values, and
     ``locate(value)``, the global row where a value first appears in the chunk (``rows``, the
@@ -387,12 +391,13 @@ def row_mask(learn_rows, rows):
     return mask
 
 
-def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None):
+def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
     ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
     columns (text, or codes of any kind :func:`rffkit._column_kinds.as_text` reads) and the
-    ``numeric`` ones (numbers and booleans), and its global rows.
+    ``numeric`` ones (numbers and booleans, or text columns of dates in ``dates``, column to
+    format, which are read as :class:`ColumnEncoding` reads them), and its global rows.
     ``learn_rows(batch, rows)``, when given, is the boolean mask of the batch's rows learned
     from (the training rows of a split): the categories, means and indicators come from those rows
     only, while every row is checked (nulls under ``missing='error'``, numbers in text,
@@ -430,6 +435,11 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
         return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
                                f"values; {LEAVE_OUT}, or raise max_categories.")
 
+    dates = dates or {}
+
+    def read(array, column, rows):
+        return text_column_numbers(array, column, rows, dates[column]) if column in dates else numbers(array)
+
     n_rows = 0
     numeric_codes = set()  # columns of numbers read as codes: their categories sort as numbers
     for batch, rows in batches:
@@ -452,12 +462,12 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                     raise too_many_categories(column)
                 too_many.append(column)
         for (column, totals), label in zip(sums.items(), labels):
-            values = numbers(batch.column(column))
+            values = read(batch.column(column), column, rows)
             present = ~np.isnan(values)
             check_finite(values[present], column, None if rows is None else rows[present])
             label.update(values, rows)
             if sample is not batch:
-                values = numbers(sample.column(column))
+                values = read(sample.column(column), column, None)
                 present = ~np.isnan(values)
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())

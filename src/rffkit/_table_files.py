@@ -338,8 +338,8 @@ class TableLayout:
 
     def checked_kinds(self, encoding, target, chunk_rows):
         """The kinds of ``encoding``'s columns and of ``target``, each checked: a feature must be a
-        kind ``encoding`` turns into numbers (text it has no categories for only when every value
-        is a number, which it then parses), and the target numbers, booleans or text."""
+        kind ``encoding`` turns into numbers (text it has no categories or date format for only when
+        every value is a number, which it then parses), and the target numbers, booleans or text."""
         kinds = self.kinds(list(encoding.columns) + ([target] if target else []))
         # a column the encoding one-hot encodes as text, empty in a CSV's first rows: text all the same
         kinds.update({column: "categorical" for column in encoding.categories if kinds[column] == "null"})
@@ -348,9 +348,10 @@ class TableLayout:
             if kind == "unsupported" and column in encoding.categories:
                 raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
                                       f"as categories; {LEAVE_OUT}.")
-            uncovered = kind == "categorical" and column not in encoding.categories and not text_reads_as_numbers(
-                self.batches([column], chunk_rows, 0, 1, self.read_types({column: kind})), column,
-                nulls=encoding.missing == "encode")
+            uncovered = (kind == "categorical" and column not in encoding.categories and column not in encoding.dates
+                         and not text_reads_as_numbers(self.batches([column], chunk_rows, 0, 1,
+                                                                    self.read_types({column: kind})),
+                                                       column, nulls=encoding.missing == "encode"))
             if kind == "unsupported" or uncovered:
                 raise DataSourceError(
                     f"feature column {column!r} has type {type_}, which the encoding does not "

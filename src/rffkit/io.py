@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._array_source import ArraySource, as_source
-from ._column_kinds import TIME_UNITS
+from ._column_kinds import TIME_UNITS, date_columns
 from ._encoding import ColumnEncoding, learn_encoding, row_mask
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
@@ -140,8 +140,9 @@ class TableSource:
     def time_columns(self):
         """The feature columns of dates, times of day or durations, each with the number ``X`` holds
         for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._column_kinds.numbers`)."""
-        return {column: TIME_UNITS[self._kinds[column]] for column in self.encoding.columns
-                if self._kinds[column] in TIME_UNITS and column not in self.encoding.categories}
+        return {column: TIME_UNITS["time" if column in self.encoding.dates else self._kinds[column]]
+                for column in self.encoding.columns if column in self.encoding.dates
+                or (self._kinds[column] in TIME_UNITS and column not in self.encoding.categories)}
 
     @property
     def categorical_codes(self):
@@ -279,8 +280,9 @@ class TableSource:
         """
         check_missing(missing, "fit_encoding")
         columns = self.encoding.columns
-        categorical = [name for name in columns
-                       if self._kinds[name] == "categorical" or name in self.encoding.categories]
+        dates = self.encoding.dates
+        categorical = [name for name in columns if name not in dates
+                       and (self._kinds[name] == "categorical" or name in self.encoding.categories)]
         numeric = [name for name in columns if name not in categorical] if missing == "encode" else []
         read = categorical + numeric
         drop = self.drop_missing_target and self.target is not None
@@ -291,11 +293,11 @@ class TableSource:
             return mask & target_present(batch.column(self.target)) if drop else mask
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
-                                 learn if learn_rows is not None or drop else None)
+                                 learn if learn_rows is not None or drop else None, dates)
         if missing != "encode":  # no pass over the numeric columns: look for a row label in the first chunk
             numeric = [name for name in columns if name not in categorical]
             warn_row_numbers(self._raw_batches(numeric, self.chunk_rows, 0, 1) if numeric else (), numeric)
-        return ColumnEncoding(columns, handle_unknown=handle_unknown, **learned)
+        return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
         """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.
@@ -478,12 +480,19 @@ def _open_layout(layout, target, features, codes, encoding, missing, learn_rows,
     """``open_table``'s source over ``layout``, its encoding ``encoding`` or learned."""
     kinds = layout.kinds(features)
     given = isinstance(encoding, ColumnEncoding)
-    categorical = {name: () for name in features if kinds[name] == "categorical" or name in codes}
+    text = [name for name in features if kinds[name] == "categorical" and name not in codes]
+    if given or not text:
+        dates = {}
+    else:  # dates written as text, found in the first chunk
+        read_types = layout.read_types(dict.fromkeys(text, "categorical"))
+        dates = date_columns(*next(iter(layout.batches(text, options["chunk_rows"], 0, 1, read_types))), text)
+    categorical = {name: () for name in features
+                   if (kinds[name] == "categorical" or name in codes) and name not in dates}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
-    first = encoding if given else ColumnEncoding(features, categorical)
+    first = encoding if given else ColumnEncoding(features, categorical, dates=dates)
     source = TableSource(layout, target, first, **options)
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(layout.files)} file(s), first {layout.files[0]!r}).")
-    if (categorical or missing == "encode") and not given:
+    if (categorical or dates or missing == "encode") and not given:
         source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
     return source
