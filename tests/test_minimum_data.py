@@ -10,6 +10,8 @@
   hundred characters.
 """
 
+import datetime
+import re
 import warnings
 
 import numpy as np
@@ -139,6 +141,22 @@ def test_a_string_column_of_an_array_is_named_by_position(estimator):
     y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
     with pytest.raises(ValueError, match=r"column 2 of X holds strings such as '[uv]' .*OneHotEncoder"):
         _fit(clone(estimator), X, y)
+
+
+@pytest.mark.parametrize("estimator", ALL, ids=_ids)
+def test_a_column_of_dates_or_durations_is_named_with_a_way_out(estimator):
+    """NumPy's message ('The DType DateTime64DType could not be promoted by Float64DType') named no
+    column: a DataFrame's dates, times or durations are refused by name, with how to make them numbers."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=30), "age": rng.normal(size=30)})
+    y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
+    for when, shown in ((pd.date_range("2020-01-01", periods=30), "'2020-01-01 00:00:00'"),
+                        (pd.date_range("2020-01-01", periods=30, tz="UTC"), "'2020-01-01 00:00:00+00:00'"),
+                        (pd.to_timedelta(np.arange(30), unit="D"), "'0 days 00:00:00'"),
+                        ([datetime.date(2020, 1, 2)] * 30, "'2020-01-02'"), ([pd.NaT] * 30, "'NaT'")):
+        with pytest.raises(ValueError, match=rf"column 'day' \(position 1\) of X holds dates or times such as "
+                                             rf"{re.escape(shown)}; make them numbers first.*rffkit.io.open_table"):
+            _fit(clone(estimator), X.assign(day=when)[["size", "day", "age"]], y)
 
 
 @pytest.mark.parametrize("estimator", ALL, ids=_ids)

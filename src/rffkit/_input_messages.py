@@ -7,6 +7,8 @@ neither the column nor the row nor the way out.
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -38,6 +40,17 @@ def _first_text_value(values):
             if isinstance(value, (str, bytes)):
                 return value
     return None
+
+
+def _first_time_value(values):
+    """The first date, time or duration among the first 100 entries of a column (of datetime64 or
+    timedelta64 dtype, or of Python or pandas dates and times), or None."""
+    entries = np.asarray(values, dtype=object).ravel()
+    for value in entries[:100]:
+        if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)):
+            return value
+    timed = getattr(getattr(values, "dtype", None), "kind", "O") in "Mm"
+    return entries[0] if timed and len(entries) else None  # a column of NaT
 
 
 def _numbers_in_text(label, values):
@@ -77,6 +90,12 @@ def check_text_columns(owner, X):
     are looked at, so numeric input pays one dtype check.
     """
     for label, values in _non_numeric_columns(X):
+        when = _first_time_value(values)
+        if when is not None:
+            raise ValueError(f"{owner}: {label} of X holds dates or times such as {short_value(str(when))}; make "
+                             "them numbers first, such as the days since a start, (when - start) / "
+                             "numpy.timedelta64(1, 'D') (pandas: .dt.days of the difference), or read the file "
+                             "with rffkit.io.open_table, which makes dates days since 1970-01-01.")
         value = _first_text_value(values)
         if value is None:
             continue
