@@ -503,7 +503,7 @@ def test_dates_written_as_text_are_fitted_as_dates_and_predicted_from_either_for
                      tmp_path / "t.csv")
     out = _run(capsys, "fit", tmp_path / "t.csv", "--target", "y", "--model", "ridge", "--output",
                tmp_path / "m.rffkit")
-    assert "dates and times: day as days since 1970-01-01 (day read from text written %m/%d/%Y)" in out
+    assert "dates and times: day as days since 1970-01-01 (day written %m/%d/%Y)" in out
     assert float(re.search(r"R\^2 (\S+),", out).group(1)) > 0.99
     bundle = rffkit.load(tmp_path / "m.rffkit")
     assert bundle["version"] == 4 and bundle["encoding"]["dates"] == {"day": "%m/%d/%Y"}
@@ -516,6 +516,16 @@ def test_dates_written_as_text_are_fitted_as_dates_and_predicted_from_either_for
         predicted.append(pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy())
     np.testing.assert_allclose(predicted[0], predicted[1], rtol=1e-12)
     np.testing.assert_allclose(predicted[0], 2 * np.sin(np.array([730, 4]) / 730 * 2 * np.pi), atol=0.2)
+    # day first, where no day is over 12 in the file: the form given by --dates
+    early = [d for d in dates if d.day <= 12]
+    pa_csv.write_csv(pa.table({"day": [f"{d.day}/{d.month}/{d.year}" for d in early], "y": np.arange(len(early))}),
+                     tmp_path / "early.csv")
+    out = _run(capsys, "fit", tmp_path / "early.csv", "--target", "y", "--model", "ridge", "--dates", "day=%d/%m/%Y",
+               "--output", tmp_path / "m.rffkit")
+    assert "dates and times: day as days since 1970-01-01 (day written %d/%m/%Y)" in out
+    assert cli.main(["fit", str(tmp_path / "early.csv"), "--target", "y", "--dates", "day"]) == 2
+    err = capsys.readouterr().err
+    assert "--dates 'day': give COL=FORM, a column and its strptime form such as day=%d/%m/%Y." in err
 
 
 def test_fit_warns_of_categories_that_only_held_out_rows_hold(tmp_path, capsys):

@@ -759,7 +759,7 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     (["2020/01/05T10:30:00"], ("%Y/%m/%dT%H:%M:%S", None, [])),
     (["31-12-2020 9:05", "1-1-2021 10:30"], ("%d-%m-%Y %H:%M", None, [])),
     (["1/2/2020", "3/4/2020"], (None, "they are dates whose day and month no value tells apart (such as "
-                                      "'1/2/2020': every field 12 or less)", [])),
+                                      "'1/2/2020': every field 12 or less), written '%d/%m/%Y' or '%m/%d/%Y'", [])),
     (["13/13/2020", "1/2/2020"], (None, None, [])),  # no order of day and month reads both
     (["2020-1-5 10:30:01", "2020-1-6 9:05"], (None, None, [])),  # two forms of time
     (["1/2/2020", "1-2-2020"], (None, None, [])),  # two separators
@@ -808,8 +808,26 @@ def test_dates_written_as_text_are_days_since_1970(tmp_path):
         list(open_table(tmp_path / "late.csv", target="y", chunk_rows=6).iter_chunks())
     # day and month in doubt: text, with a warning; many dates and a placeholder: an error that quotes it
     pa_csv.write_csv(pa.table({"day": ["1/2/2020", "3/4/2020"] * 3, "y": np.arange(6.0)}), tmp_path / "doubt.csv")
-    with pytest.warns(UserWarning, match=r"column 'day' is read as text, a category per value: they are dates whose"):
+    with pytest.warns(UserWarning, match=r"column 'day' is read as text, a category per value: they are dates "
+                                         r"whose day and month .* written '%d/%m/%Y' or '%m/%d/%Y'. Name the form to "
+                                         r"read them as dates: dates=\{'day': FORM\} in Python, --dates 'day=FORM'"):
         assert open_table(tmp_path / "doubt.csv", target="y").feature_names == ["day=1/2/2020", "day=3/4/2020"]
+    # the form given: text, or numbers such as 20200131; only for feature columns that no other option names
+    named = open_table(tmp_path / "doubt.csv", target="y", dates={"day": "%d/%m/%Y"})
+    np.testing.assert_array_equal(next(named.iter_chunks()).X[:2, 0], [18293.0, 18355.0])  # 1 Feb and 3 Apr 2020
+    pq.write_table(pa.table({"day": [20200201, 20200403], "y": [1.0, 2.0]}), tmp_path / "numbers.parquet")
+    named = open_table(tmp_path / "numbers.parquet", target="y", dates={"day": "%Y%m%d"})
+    assert named.encoding.dates == {"day": "%Y%m%d"} and named.time_columns == {"day": "days since 1970-01-01"}
+    np.testing.assert_array_equal(next(named.iter_chunks()).X[:, 0], [18293.0, 18355.0])
+    for dates, message in (({"day": "dd/mm/yyyy"}, "dates must map columns to strptime formats"),
+                           ({"y": "%Y"}, r"dates names 'y', not a feature column"),
+                           (["day"], "dates must map columns")):
+        with pytest.raises(ValueError, match=message):
+            open_table(tmp_path / "numbers.parquet", target="y", dates=dates)
+    with pytest.raises(ValueError, match="dates names 'day', not a feature column, or one that categorical names too"):
+        open_table(tmp_path / "numbers.parquet", target="y", dates={"day": "%Y%m%d"}, categorical=["day"])
+    with pytest.raises(ValueError, match="give dates or an encoding, not both"):
+        open_table(tmp_path / "numbers.parquet", target="y", dates={"day": "%Y%m%d"}, encoding=named.encoding)
     spoilt = [f"1/{day}/2020" for day in range(1, 31)] + ["?"]
     pa_csv.write_csv(pa.table({"day": spoilt, "y": np.arange(31.0)}), tmp_path / "spoilt.csv")
     with pytest.raises(DataSourceError, match=r"column 'day' holds dates written %m/%d/%Y and 1 other value: '\?' "

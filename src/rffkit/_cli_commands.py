@@ -146,6 +146,15 @@ def _fit_model(args, source, estimator, scale, world, report):
     return model, score.result(), seconds, n_train, n_test, streamed
 
 
+def _date_forms(dates):
+    """``--dates COL=FORM ...`` as a dict of column to form, or None."""
+    wrong = [text for text in dates if "=" not in text or "%" not in text.partition("=")[2]]
+    if wrong:
+        raise CommandLineError(f"--dates {wrong[0]!r}: give COL=FORM, a column and its strptime form such as "
+                               "day=%d/%m/%Y.")
+    return dict(text.partition("=")[::2] for text in dates) or None
+
+
 def _check_output_folder(path, option="--output"):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -170,7 +179,8 @@ def fit_command(args):
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         # the categories and fill means come from the training rows: the held-out ones are new data
         source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
-                            categorical=args.categorical, delimiter=args.delimiter, decimal=args.decimal,
+                            categorical=args.categorical, dates=_date_forms(args.dates),
+                            delimiter=args.delimiter, decimal=args.decimal,
                             dtype=dtype, missing=args.missing,
                             drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))

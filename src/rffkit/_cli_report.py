@@ -96,7 +96,7 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
         units = {unit: [column for column, its in times.items() if its == unit] for unit in times.values()}
         report.line("dates and times: " + "; ".join(f"{', '.join(columns)} as {unit}"
                                                     for unit, columns in units.items())
-                    + (f" ({'; '.join(f'{column} read from text written {how}' for column, how in written.items())})"
+                    + (f" ({'; '.join(f'{column} written {how}' for column, how in written.items())})"
                        if written else ""))
     encoding = source.encoding
     filled = [column for column in encoding.columns

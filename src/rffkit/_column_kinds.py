@@ -162,8 +162,9 @@ def date_format(texts):
     if day_first and month_first:
         return None, None, []
     if not (day_first or month_first or separator == "."):
+        forms = " or ".join(repr(separator.join((*order, "%Y")) + clock) for order in (("%d", "%m"), ("%m", "%d")))
         return None, (f"they are dates whose day and month no value tells apart (such as {first.group(0)!r}: "
-                      "every field 12 or less)"), []
+                      f"every field 12 or less), written {forms}"), []
     order = ("%m", "%d") if month_first else ("%d", "%m")
     return separator.join((*order, "%Y")) + clock, None, others
 
@@ -185,8 +186,9 @@ def date_columns(batch, rows, columns):
         if format_ is not None:
             formats[column] = format_
         elif doubt is not None:
-            warnings.warn(f"column {column!r} is read as text, a category per value: {doubt}. Written year first "
-                          "(2020-01-02) they are read as dates.", UserWarning, stacklevel=4)
+            warnings.warn(f"column {column!r} is read as text, a category per value: {doubt}. Name the form to read "
+                          f"them as dates: dates={{{column!r}: FORM}} in Python, --dates '{column}=FORM' on the "
+                          "command line.", UserWarning, stacklevel=4)
     return formats
 
 

@@ -59,7 +59,8 @@ class ColumnEncoding:
     A column of codes (numbers, booleans or dates named in ``categories``: a subject or
     site identifier, a ZIP code) is matched by the text of its values, so its categories are
     strings (``"4"``, ``"2.5"``, ``"true"``, ``"2020-01-31"``; NaN is a missing value). A text
-    column in ``dates`` is read as dates in its ``strptime`` format, as days since 1970-01-01.
+    column in ``dates`` (or one of numbers such as 20200131) is read as dates in its ``strptime``
+    format, as days since 1970-01-01.
 
     Missing values (nulls, and NaN in numeric columns) are an error by default. With
     ``missing='encode'`` they become inputs the model can use: mean imputation with a
@@ -294,8 +295,10 @@ class ColumnEncoding:
                     f"column {column!r} has type {array.type}, which is not numeric, and the "
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
-            values = numbers(array) if kind != "categorical" else text_column_numbers(array, column, rows,
-                                                                                      self.dates.get(column))
+            if kind == "categorical" or (column in self.dates and kind not in TIME_UNITS):  # 20200131 too
+                values = text_column_numbers(array, column, rows, self.dates.get(column))
+            else:
+                values = numbers(array)
             if encode:
                 absent = np.isnan(values)
                 if absent.any():

@@ -28,7 +28,7 @@ from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
 from ._encoding import text_reads_as_numbers
 from ._io_base import (
     DROP_TARGET, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls,
-    listing, public_in_io,
+    listing, public_in_io, short,
 )
 
 __all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file",
@@ -335,6 +335,24 @@ class TableLayout:
             raise ValueError(f"open_table: categorical names {listing(others)}, not a feature column (the target, "
                              f"or a column left out of the features); the features are {listing(features)}.")
         return categorical
+
+    def date_formats(self, features, dates, codes, given):
+        """``open_table``'s ``dates``, checked: a dict of feature columns, none of them among
+        ``codes`` (categorical), to ``strptime`` formats (empty for None)."""
+        if dates is None:
+            return {}
+        if given and dates:
+            raise ValueError("open_table: give dates or an encoding, not both (an encoding lists its own dates).")
+        if not isinstance(dates, dict) or not all(isinstance(format_, str) and "%" in format_
+                                                  for format_ in dates.values()):
+            raise ValueError(f"open_table: dates must map columns to strptime formats such as '%d/%m/%Y'; got "
+                             f"{short(dates)}.")
+        self._refuse_absent(list(dates), "dates")
+        others = [name for name in dates if name not in features or name in codes]
+        if others:
+            raise ValueError(f"open_table: dates names {listing(others)}, not a feature column, or one that "
+                             f"categorical names too; the features are {listing(features)}.")
+        return {str(name): format_ for name, format_ in dates.items()}
 
     def checked_kinds(self, encoding, target, chunk_rows):
         """The kinds of ``encoding``'s columns and of ``target``, each checked: a feature must be a

@@ -350,7 +350,7 @@ class TableSource:
         return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
 
 
-def open_table(paths, target=None, *, features=None, exclude=None, categorical=None, format=None,
+def open_table(paths, target=None, *, features=None, exclude=None, categorical=None, dates=None, format=None,
                delimiter=None, decimal=None, chunk_rows=DEFAULT_CHUNK_ROWS, dtype=np.float64, encoding="auto",
                missing="error", drop_missing_target=False, learn_rows=None):
     """Open Parquet or CSV files as one streamed table.
@@ -374,6 +374,11 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         per value, instead of reading each as one number: codes such as a subject, site or
         ZIP code, whose order and distances mean nothing (see :class:`ColumnEncoding`). Text
         columns are categorical without being named. Only with ``encoding='auto'``.
+    dates : dict of str to str, optional
+        Text columns of dates and the ``strptime`` form they are written in, such as
+        ``{"day": "%d/%m/%Y"}``: read as days since 1970-01-01. Without it a text column is read
+        so when its first chunk holds dates only and their form is clear
+        (:func:`rffkit._column_kinds.date_format`). Only with ``encoding='auto'``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
     delimiter, decimal : str, optional
@@ -462,10 +467,12 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     features = layout.feature_columns(target, features, exclude)
     if format_ == "parquet":
         layout.n_rows = sum(sum(groups) for groups in layout.row_groups)
-    codes = layout.categorical_columns(features, categorical, isinstance(encoding, ColumnEncoding))
+    given = isinstance(encoding, ColumnEncoding)
+    codes = layout.categorical_columns(features, categorical, given)
+    named = (codes, layout.date_formats(features, dates, codes, given))
     while True:
         try:
-            return _open_layout(layout, target, features, codes, encoding, missing, learn_rows,
+            return _open_layout(layout, target, features, named, encoding, missing, learn_rows,
                                 chunk_rows=chunk_rows, dtype=dtype, drop_missing_target=drop_missing_target)
         except LateTextError as error:  # a feature of numbers or empty fields in a CSV's first rows, text later
             if error.column not in features or error.column in layout.text_columns:
@@ -476,16 +483,16 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
             layout.text_columns.add(error.column)
 
 
-def _open_layout(layout, target, features, codes, encoding, missing, learn_rows, **options):
-    """``open_table``'s source over ``layout``, its encoding ``encoding`` or learned."""
-    kinds = layout.kinds(features)
+def _open_layout(layout, target, features, named, encoding, missing, learn_rows, **options):
+    """``open_table``'s source over ``layout``, its encoding ``encoding`` or learned; ``named``, the
+    columns that ``categorical`` names and the formats that ``dates`` gives, checked."""
+    (codes, formats), kinds = named, layout.kinds(features)
     given = isinstance(encoding, ColumnEncoding)
-    text = [name for name in features if kinds[name] == "categorical" and name not in codes]
-    if given or not text:
-        dates = {}
-    else:  # dates written as text, found in the first chunk
+    text = [name for name in features if kinds[name] == "categorical" and name not in codes and name not in formats]
+    dates = {name: format_ for name, format_ in formats.items() if kinds[name] not in TIME_UNITS}  # not read so yet
+    if text and not given:  # dates written as text, found in the first chunk
         read_types = layout.read_types(dict.fromkeys(text, "categorical"))
-        dates = date_columns(*next(iter(layout.batches(text, options["chunk_rows"], 0, 1, read_types))), text)
+        dates.update(date_columns(*next(iter(layout.batches(text, options["chunk_rows"], 0, 1, read_types))), text))
     categorical = {name: () for name in features
                    if (kinds[name] == "categorical" or name in codes) and name not in dates}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
