@@ -458,6 +458,9 @@ def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_pa
                    "--output", tmp_path / "m.rffkit")
         report = json.loads(out)
         scores[bool(option)] = report["score"]["r2"]
+        assert report["hints"] == ([] if option else [
+            "hint: subject holds 40 whole numbers, each on 8 rows on average: if they are codes (a subject, a site), "
+            "--categorical subject makes each its own input"])  # not for week, whose name is no code's
     assert report["categorical_codes"] == ["subject"] and len(report["feature_names"]) == 41
     assert scores[True] > 0.95 > 0.5 > scores[False]
     bundle = rffkit.load(tmp_path / "m.rffkit")

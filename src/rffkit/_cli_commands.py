@@ -14,7 +14,9 @@ import types
 import numpy as np
 
 from ._cli_demo import demo
-from ._cli_report import Report, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs
+from ._cli_report import (
+    Report, code_hints, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs,
+)
 from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
     estimators, load_model, parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
@@ -46,7 +48,11 @@ def _read_into_memory(source, estimator, report, why, unknown=None):
             f"read; {readable_size(available)} is available. Fit a sample of the rows.")
     report.line(f"in memory: {source.n_rows} x {source.n_features} values ({readable_size(need)}); {why}")
     chunks = list(source.iter_chunks(unknown=unknown))
-    return tuple(np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
+    X, y, rows = (np.concatenate([chunk[k] for chunk in chunks]) for k in range(3))
+    report.data.update(hints=code_hints(source, X))
+    for line in report.data["hints"]:
+        report.line(line)
+    return X, y, rows
 
 
 def _streams(mode, estimator, source, sample, world_size):

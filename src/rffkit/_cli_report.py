@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ._cli_support import describe_score
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._validation import final_estimator
 from .cli import one_line
 
 __all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
-           "report_fit", "model_file_lines"]
+           "report_fit", "model_file_lines", "code_hints"]
+
+#: The last word of a column's name that makes whole numbers in it look like codes (a subject, a site).
+_CODE_WORDS = {"id", "ids", "code", "subject", "patient", "person", "individual", "household", "family", "site",
+               "station", "plot", "school", "firm", "county", "district", "fips", "zip", "cluster", "group", "unit",
+               "panel", "respondent"}
 
 
 class Report:
@@ -36,6 +43,29 @@ class Report:
             import json
 
             print(json.dumps(self.data, indent=2))
+
+
+def code_hints(source, X):
+    """Lines that point to ``--categorical`` for numeric columns of ``X`` (the encoded rows of
+    ``source``) that look like codes: a name whose last word is one of :data:`_CODE_WORDS`
+    (``subject``, ``county_fips``, ``patientID``), and between 5 and 1,000 whole numbers, each on
+    three rows or more on average (a panel). Read as one number, such a code orders and spaces its
+    subjects by their numbers; one-hot encoded, each is its own input."""
+    import re
+
+    hints, names = [], source.feature_names
+    for column in source.encoding.columns:
+        words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", column)
+        if column in source.encoding.categories or not words or words[-1].lower() not in _CODE_WORDS:
+            continue
+        at = names.index(column)
+        values = X[:, at] if column not in source.encoding.indicators else X[X[:, at + 1] == 0, at]  # not filled in
+        distinct = np.unique(values)
+        if 5 <= len(distinct) <= 1000 and len(values) >= 3 * len(distinct) and np.all(distinct == np.round(distinct)):
+            hints.append(f"hint: {column} holds {len(distinct)} whole numbers, each on "
+                         f"{len(values) / len(distinct):.0f} rows on average: if they are codes (a subject, a site), "
+                         f"--categorical {column} makes each its own input")
+    return hints
 
 
 def readable_size(n_bytes):
