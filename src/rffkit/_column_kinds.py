@@ -7,7 +7,9 @@ float64 values of the feature matrix (:func:`text_numbers` those written as text
 :func:`as_text` any of them into the text of its values, for a column of codes to be one-hot
 encoded (:func:`category_text` for one value; :func:`number_text` for codes written as text).
 Dates that a file writes as text in another form than ISO 8601's (which CSV readers parse), such
-as 01/31/2020, are found by :func:`date_format` and read by :func:`text_dates`.
+as 01/31/2020, are found by :func:`date_format` and read by :func:`text_dates`. What a chunk of a
+text column holds: :func:`text_values` (its distinct values and their rows), and
+:func:`text_reads_as_numbers` whether they are all numbers.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ import warnings
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._io_base import LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, at_row, short
+from ._io_base import (
+    LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, NumbersInText, at_row, check_no_nulls, short,
+)
 
 __all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "date_columns", "date_format", "merge_kinds",
-           "number_text", "numbers", "text_column_numbers", "text_dates", "text_numbers"]
+           "number_text", "numbers", "text_column_numbers", "text_dates", "text_numbers", "text_reads_as_numbers",
+           "text_values"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -241,3 +246,31 @@ def merge_kinds(first, second):
     if {first, second} == {"integer", "float"}:
         return "float"
     return None
+
+
+def text_values(array, column, rows, *, nulls=False):
+    """``(distinct, locate)`` of a chunk ``array`` of the text ``column``: its distinct values, and
+    ``locate(value)``, the global row where a value first appears in the chunk (``rows``, the
+    chunk's global rows, or None). A null raises :class:`MissingValueError`, unless ``nulls``:
+    then ``None`` is among the values when the chunk has one."""
+    if not nulls:
+        check_no_nulls(array, column, rows)
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
+
+
+def text_reads_as_numbers(batches, column, *, nulls=False):
+    """Whether every value of the text ``column`` (``batches`` of ``(batch, rows)``) is a number, which
+    an encoding that reads the column as numbers then parses (new data whose numbers were written
+    as text). Raises naming the other values when most values are numbers: numbers a placeholder
+    made text. ``nulls``: missing values are allowed."""
+    check, parsed = NumbersInText(column), True
+    for batch, rows in batches:
+        array = as_text(batch.column(column))
+        check.update(*text_values(array, column, rows, nulls=nulls))
+        parsed = parsed and text_numbers(array) is not None
+    if check.others and len(check.numbers) >= len(check.others):
+        raise DataSourceError(f"feature column {column!r} holds text where the encoding expects numbers: "
+                              f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
+    return parsed

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._column_kinds import (
-    TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_column_numbers, text_numbers,
+    TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_column_numbers, text_values,
 )
 from ._io_base import (
     LEAVE_OUT,
@@ -37,7 +37,7 @@ from ._io_base import (
     short,
 )
 
-__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "text_values", "text_reads_as_numbers", "MISSING"]
+__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
@@ -355,34 +355,6 @@ class ColumnEncoding:
                 f"{len(value_set)}: {listing(self.categories[column], 5)}); refit the encoding or "
                 "use handle_unknown='ignore'.")
         block[index[known], np.flatnonzero(known)] = 1.0
-
-
-def text_values(array, column, rows, *, nulls=False):
-    """``(distinct, locate)`` of a chunk ``array`` of the text ``column``: its distinct values, and
-    ``locate(value)``, the global row where a value first appears in the chunk (``rows``, the
-    chunk's global rows, or None). A null raises :class:`MissingValueError`, unless ``nulls``:
-    then ``None`` is among the values when the chunk has one."""
-    if not nulls:
-        check_no_nulls(array, column, rows)
-    if pa.types.is_dictionary(array.type):
-        array = pc.cast(array, array.type.value_type)
-    return pc.unique(array).to_pylist(), lambda value: at_row(pc.index(array, value).as_py(), rows)
-
-
-def text_reads_as_numbers(batches, column, *, nulls=False):
-    """Whether every value of the text ``column`` (``batches`` of ``(batch, rows)``) is a number, which
-    an encoding that reads the column as numbers then parses (new data whose numbers were written
-    as text). Raises naming the other values when most values are numbers: numbers a placeholder
-    made text. ``nulls``: missing values are allowed."""
-    check, parsed = NumbersInText(column), True
-    for batch, rows in batches:
-        array = as_text(batch.column(column))
-        check.update(*text_values(array, column, rows, nulls=nulls))
-        parsed = parsed and text_numbers(array) is not None
-    if check.others and len(check.numbers) >= len(check.others):
-        raise DataSourceError(f"feature column {column!r} holds text where the encoding expects numbers: "
-                              f"{check.quoted()}{PLACEHOLDER_IN_FILE}.")
-    return parsed
 
 
 def row_mask(learn_rows, rows):

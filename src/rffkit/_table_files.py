@@ -24,8 +24,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._column_kinds import TIME_UNITS, column_kind, merge_kinds
-from ._encoding import text_reads_as_numbers
+from ._column_kinds import TIME_UNITS, column_kind, date_columns, merge_kinds, text_reads_as_numbers
 from ._io_base import (
     DROP_TARGET, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls,
     listing, public_in_io, short,
@@ -353,6 +352,11 @@ class TableLayout:
             raise ValueError(f"open_table: dates names {listing(others)}, not a feature column, or one that "
                              f"categorical names too; the features are {listing(features)}.")
         return {str(name): format_ for name, format_ in dates.items()}
+
+    def text_dates(self, columns, chunk_rows):
+        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, on their first chunk."""
+        batches = self.batches(columns, chunk_rows, 0, 1, self.read_types(dict.fromkeys(columns, "categorical")))
+        return date_columns(*next(iter(batches)), columns)
 
     def checked_kinds(self, encoding, target, chunk_rows):
         """The kinds of ``encoding``'s columns and of ``target``, each checked: a feature must be a

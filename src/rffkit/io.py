@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._array_source import ArraySource, as_source
-from ._column_kinds import TIME_UNITS, date_columns
+from ._column_kinds import TIME_UNITS
 from ._encoding import ColumnEncoding, learn_encoding, row_mask
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
@@ -375,9 +375,8 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         ZIP code, whose order and distances mean nothing (see :class:`ColumnEncoding`). Text
         columns are categorical without being named. Only with ``encoding='auto'``.
     dates : dict of str to str, optional
-        Text columns of dates and the ``strptime`` form they are written in, such as
-        ``{"day": "%d/%m/%Y"}``: read as days since 1970-01-01. Without it a text column is read
-        so when its first chunk holds dates only and their form is clear
+        Columns of dates and their ``strptime`` form, such as ``{"day": "%d/%m/%Y"}``, read as days
+        since 1970-01-01; unnamed, a text column whose first chunk holds dates of a clear form
         (:func:`rffkit._column_kinds.date_format`). Only with ``encoding='auto'``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
@@ -491,8 +490,7 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
     text = [name for name in features if kinds[name] == "categorical" and name not in codes and name not in formats]
     dates = {name: format_ for name, format_ in formats.items() if kinds[name] not in TIME_UNITS}  # not read so yet
     if text and not given:  # dates written as text, found in the first chunk
-        read_types = layout.read_types(dict.fromkeys(text, "categorical"))
-        dates.update(date_columns(*next(iter(layout.batches(text, options["chunk_rows"], 0, 1, read_types))), text))
+        dates.update(layout.text_dates(text, options["chunk_rows"]))
     categorical = {name: () for name in features
                    if (kinds[name] == "categorical" or name in codes) and name not in dates}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
