@@ -510,6 +510,8 @@ def test_dates_written_as_text_are_fitted_as_dates_and_predicted_from_either_for
     assert float(re.search(r"R\^2 (\S+),", out).group(1)) > 0.99
     bundle = rffkit.load(tmp_path / "m.rffkit")
     assert bundle["version"] == 4 and bundle["encoding"]["dates"] == {"day": "%m/%d/%Y"}
+    info = _run(capsys, "info", tmp_path / "m.rffkit").splitlines()
+    assert info[6].startswith("columns (2): day, x") and info[7] == "dates written as text: day (%m/%d/%Y)"
     pa_csv.write_csv(pa.table({"day": ["12/31/2021", "1/5/2020"], "x": [0.0, 0.0]}), tmp_path / "text.csv")
     pa_csv.write_csv(pa.table({"day": np.array(["2021-12-31", "2020-01-05"], dtype="datetime64[D]"), "x": [0.0, 0.0]}),
                      tmp_path / "iso.csv")

@@ -186,6 +186,9 @@ def model_file_lines(path, header, meta, model):
                                                       if meta["world_size"] > 1 else ""),
         f"command: {meta['command']}",
     ]
+    if meta.get("dates_in_text"):
+        lines.insert(7, "dates written as text: " + ", ".join(f"{column} ({form})"
+                                                           for column, form in meta["dates_in_text"].items()))
     names = meta["feature_names"]
     if len(names) != len(meta["columns"]):  # the first 30 (--json lists all)
         shown = ", ".join(names[:30]) + (f", ... ({len(names) - 30} more; --json lists all)" if len(names) > 30 else "")
