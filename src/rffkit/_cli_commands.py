@@ -245,14 +245,16 @@ def _warn_unknown(unknown, encoding, rows_word="row", lacking="the model was not
 
     from ._encoding import MISSING
 
+    def named(values):
+        return [MISSING if value is None else value for value in values]
+
     for column, counts in unknown.items():
         rows, known = sum(counts.values()), encoding.categories[column]
-        values = [MISSING if value is None else value for value in sorted(counts, key=counts.get, reverse=True)]
+        values = named(sorted(counts, key=counts.get, reverse=True))
         warnings.warn(f"column {column!r}: {rows:,} {rows_word}{'s hold' if rows > 1 else ' holds'} {len(values)} "
                       f"categor{'ies' if len(values) > 1 else 'y'} {lacking} ({listing(values, 5)}); the model sees "
                       f"{'those rows' if rows > 1 else 'that row'} as none of the column's {len(known)} categories "
-                      f"({listing([MISSING if value is None else value for value in known], 5)}).",
-                      UserWarning, stacklevel=2)
+                      f"({listing(named(known), 5)}).", UserWarning, stacklevel=2)
 
 
 def predict_command(args):

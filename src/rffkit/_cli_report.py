@@ -11,6 +11,7 @@ these lines (sizes, one-line reprs, relevance rankings) are here too.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -51,8 +52,6 @@ def code_hints(source, X):
     (``subject``, ``county_fips``, ``patientID``), and between 5 and 1,000 whole numbers, each on
     three rows or more on average (a panel). Read as one number, such a code orders and spaces its
     subjects by their numbers; one-hot encoded, each is its own input."""
-    import re
-
     hints, names = [], source.feature_names
     for column in source.encoding.columns:
         words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", column)

@@ -148,9 +148,9 @@ def date_format(texts):
     comes first where a first field is over 12, the month where a second one is; with neither, a
     date written with dots is day first (31.01.2020, as in Germany), others are in doubt.
     """
-    texts = list(texts)
-    matches = [m for m in map(_DATE.fullmatch, (text.strip() for text in texts)) if m]
-    others = [text for text in texts if not _DATE.fullmatch(text.strip())] if len(matches) < len(texts) else []
+    found = [(_DATE.fullmatch(text.strip()), text) for text in texts]
+    matches = [match for match, _ in found if match]
+    others = [text for match, text in found if not match]
     if not matches or (others and (len(matches) <= NUMBERS_IN_TEXT_MIN or len(matches) < 9 * len(others))):
         return None, None, []
     if len({(m.group(2), m.group(5), m.group(7) is None) for m in matches}) != 1:  # one separator, one clock

@@ -418,7 +418,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     n_rows = 0
     numeric_codes = set()  # columns of numbers read as codes: their categories sort as numbers
     for batch, rows in batches:
-        sample = batch if learn_rows is None else batch.filter(pa.array(learn_rows(batch, rows)))
+        mask = None if learn_rows is None else learn_rows(batch, rows)
+        sample = batch if mask is None else batch.filter(pa.array(mask))
         n_rows += sample.num_rows
         for column in categorical:
             kind = column_kind(batch.column(column).type)
@@ -441,9 +442,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             present = ~np.isnan(values)
             check_finite(values[present], column, None if rows is None else rows[present])
             label.update(values, rows)
-            if sample is not batch:
-                values = read(sample.column(column), column, None)
-                present = ~np.isnan(values)
+            if mask is not None:  # the learned rows' values
+                values, present = values[mask], present[mask]
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
     for column in categorical:

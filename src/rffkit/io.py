@@ -7,9 +7,9 @@ distributed job. :func:`open_table` opens files, :class:`ArraySource` wraps arra
 maps, :func:`as_source` accepts either.
 
 Import every public name from here. :class:`ArraySource` and :func:`as_source` are defined in
-``rffkit._array_source``, :class:`ColumnEncoding` in ``rffkit._encoding``, :class:`Chunk` and
-the error classes in ``rffkit._io_base``, and the reading of files under a
-:class:`TableSource` (with :class:`CSVDialect`) in ``rffkit._table_files``.
+``rffkit._array_source``, :class:`TableSource` in ``rffkit._table_source``, :class:`ColumnEncoding`
+in ``rffkit._encoding``, :class:`Chunk` and the error classes in ``rffkit._io_base``, and the
+reading of files under a :class:`TableSource` (with :class:`CSVDialect`) in ``rffkit._table_files``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pyarrow as pa
 
 from ._array_source import ArraySource, as_source
 from ._column_kinds import TIME_UNITS
-from ._encoding import ColumnEncoding, learn_encoding, row_mask
+from ._encoding import ColumnEncoding
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
     Chunk,
@@ -30,19 +29,12 @@ from ._io_base import (
     MissingValueError,
     SchemaMismatchError,
     UnknownCategoryError,
-    check_chunk_rows,
-    check_dtype,
     check_missing,
-    check_rank,
     listing,
     short,
-    warn_row_numbers,
 )
-from ._streaming import rechunk
-from ._table_files import (
-    CSVDialect, LateTextError, TableLayout, csv_dialect, expand_paths, file_format, inspect_file, target_present,
-    target_values,
-)
+from ._table_files import CSVDialect, LateTextError, TableLayout, csv_dialect, expand_paths, file_format, inspect_file
+from ._table_source import TableSource
 
 __all__ = [
     "open_table",
@@ -58,296 +50,6 @@ __all__ = [
     "MissingValueError",
     "UnknownCategoryError",
 ]
-
-
-class TableSource:
-    """Rows of one or more Parquet or CSV files, streamed in chunks.
-
-    Create one with :func:`open_table`; :meth:`with_encoding` derives another. Iterating over
-    a source is ``iter_chunks()`` with its defaults.
-
-    Parameters
-    ----------
-    layout : rffkit._table_files.TableLayout
-        The files, their schemas and Parquet row groups, as :func:`open_table` finds them.
-    target : str or None
-        Column holding the target; None for a source without one.
-    encoding : ColumnEncoding
-        Turns the feature columns (``encoding.columns``) into ``X``.
-    chunk_rows : int
-        Default rows per chunk of :meth:`iter_chunks`.
-    dtype : {numpy.float64, numpy.float32}
-        Dtype of ``X``.
-    drop_missing_target : bool, default=False
-        Leave out the rows whose target is missing (null, or NaN in a float column) instead
-        of raising :class:`MissingValueError` on them.
-
-    Attributes
-    ----------
-    files : list of str
-        Absolute paths in reading order (sorted).
-    format : {'parquet', 'csv', 'tsv'}
-        Format of the files.
-    target : str or None
-        Column holding the target.
-    encoding : ColumnEncoding
-        Turns the feature columns into ``X``.
-    chunk_rows : int
-        Default rows per chunk.
-    dtype : numpy.dtype
-        Dtype of ``X``.
-    feature_names : list of str
-        Names of the columns of ``X`` (``encoding.output_names``).
-    n_features : int
-        Number of columns of ``X``.
-    n_rows : int
-        From Parquet metadata; for CSV counted in one pass on first access, then cached.
-        With ``drop_missing_target``, the rows that have a target (one pass over it).
-    n_dropped : int
-        Rows left out for a missing target (0 without ``drop_missing_target``).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from rffkit.io import open_table
-    >>> folder = tempfile.TemporaryDirectory()
-    >>> with open(f"{folder.name}/data.csv", "w") as file:
-    ...     _ = file.write("x,color,y\\n1.5,red,0.5\\n2.5,blue,1.0\\n3.5,red,0.0\\n")
-    >>> source = open_table(f"{folder.name}/data.csv", target="y")
-    >>> source
-    TableSource(1 csv file(s), target='y', n_features=3)
-    >>> source.n_rows, source.feature_names
-    (3, ['x', 'color=blue', 'color=red'])
-    >>> [chunk.rows.tolist() for chunk in source.iter_chunks(rank=0, world_size=2)]
-    [[0, 2]]
-    >>> folder.cleanup()
-    """
-
-    def __init__(self, layout, target, encoding, *, chunk_rows, dtype, drop_missing_target=False):
-        self._layout = layout
-        self.target = target
-        self.encoding = encoding
-        self.drop_missing_target = bool(drop_missing_target) and target is not None
-        self._present = None  # rows with a target, counted once
-        self.chunk_rows = check_chunk_rows(chunk_rows)
-        self.dtype = check_dtype(dtype)
-        if target in encoding.columns:
-            raise ValueError(f"open_table: the target {target!r} cannot also be a feature.")
-        self._kinds = layout.checked_kinds(encoding, target, self.chunk_rows)
-        self._read_types = layout.read_types(self._kinds, target)  # CSV: fixed types of every read
-
-    @property
-    def time_columns(self):
-        """The feature columns of dates, times of day or durations, each with the number ``X`` holds
-        for it, such as 'days since 1970-01-01' (dict of str to str; see :func:`rffkit._column_kinds.numbers`)."""
-        return {column: TIME_UNITS["time" if column in self.encoding.dates else self._kinds[column]]
-                for column in self.encoding.columns if column in self.encoding.dates
-                or (self._kinds[column] in TIME_UNITS and column not in self.encoding.categories)}
-
-    @property
-    def categorical_codes(self):
-        """The feature columns of numbers, booleans or dates that the encoding one-hot encodes by
-        the text of their values (``open_table(categorical=...)``; list of str)."""
-        return [column for column in self.encoding.columns
-                if column in self.encoding.categories and self._kinds[column] != "categorical"]
-
-    files = property(lambda self: list(self._layout.files))
-    format = property(lambda self: self._layout.format)
-    #: how the CSV files write their fields, :class:`CSVDialect` (delimiter, decimal); None for Parquet
-    dialect = property(lambda self: self._layout.dialect)
-    feature_names = property(lambda self: self.encoding.output_names)
-    n_features = property(lambda self: len(self.encoding.output_names))
-
-    @property
-    def n_rows(self):
-        """Rows in all files (int); CSV files are counted in one pass on first access. With
-        ``drop_missing_target``, the rows that have a target, counted in one pass over it."""
-        if not self.drop_missing_target:
-            return self._layout.count_rows(self._read_types)
-        if self._present is None:
-            self._present = sum(int(target_present(batch.column(self.target)).sum())
-                                for batch, _ in self._raw_batches([self.target], self.chunk_rows, 0, 1))
-        return self._present
-
-    @property
-    def n_dropped(self):
-        """Rows left out because their target is missing (int)."""
-        return self._layout.count_rows(self._read_types) - self.n_rows if self.drop_missing_target else 0
-
-    def __repr__(self):
-        return (f"TableSource({len(self._layout.files)} {self.format} file(s), "
-                f"target={self.target!r}, n_features={self.n_features})")
-
-    def __iter__(self):
-        return self.iter_chunks()
-
-    def read_columns(self, columns):
-        """Read some columns of every file, features or not, in row order.
-
-        Parameters
-        ----------
-        columns : list of str
-            Columns of the files.
-
-        Returns
-        -------
-        table : pyarrow.Table
-            Those columns as pyarrow reads them (their types inferred), all rows.
-
-        Raises
-        ------
-        ColumnNotFoundError
-            A column is not in the files.
-        """
-        return self._layout.read_columns(list(columns))
-
-    def with_encoding(self, encoding):
-        """A source over the same files whose features are ``encoding.columns``, encoded by it.
-
-        Parameters
-        ----------
-        encoding : ColumnEncoding
-            Its columns must be in the files (any order, any subset but the target), and it
-            must list categories for every string or categorical column among them.
-
-        Returns
-        -------
-        source : TableSource
-            Same files, target, ``chunk_rows`` and ``dtype``; this source is unchanged.
-        """
-        return self._replace(encoding=encoding)
-
-    def with_dtype(self, dtype):
-        """A source over the same files whose chunks' ``X`` has ``dtype``.
-
-        Parameters
-        ----------
-        dtype : {numpy.float64, numpy.float32}
-            Dtype of ``X``.
-
-        Returns
-        -------
-        source : TableSource
-            Same files, target, encoding and ``chunk_rows``; this source is unchanged.
-        """
-        return self._replace(dtype=dtype)
-
-    def _replace(self, **changes):
-        settings = {"encoding": self.encoding, "chunk_rows": self.chunk_rows, "dtype": self.dtype,
-                    "drop_missing_target": self.drop_missing_target, **changes}
-        return TableSource(self._layout, self.target, settings.pop("encoding"), **settings)
-
-    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None):
-        """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
-
-        Reads the string and categorical columns, and the columns of codes this source's
-        encoding one-hot encodes (``open_table(categorical=...)``), and with
-        ``missing='encode'`` the numeric ones (:func:`rffkit._encoding.learn_encoding`).
-        The categories are every value seen, sorted (codes of numbers by their value). A
-        text column of more than 20 distinct numbers and at least nine of them for each
-        other value is refused (:class:`DataSourceError` naming the
-        other values and their first rows): a numeric column that a placeholder such as
-        ``'?'`` made text, whose one-hot encoding would give each number a column. A column
-        with a distinct value on more than half of the rows (and more than 20 of them)
-        draws a warning: an identifier, most likely, and so does a numeric column that holds
-        the row numbers (a row label; with ``missing='error'`` looked for in the first chunk).
-
-        Parameters
-        ----------
-        max_categories : int, default=1000
-            More distinct values than this in one column is an error that names the column
-            (an identifier, most likely, to leave out with ``features=``).
-        handle_unknown : {'ignore', 'error'}, default='ignore'
-            See :class:`ColumnEncoding`.
-        missing : {'error', 'encode'}, default='error'
-            'error': a missing value (null, or NaN in a numeric column) raises
-            :class:`MissingValueError` naming its column and row. 'encode': a null in a text
-            column becomes a category of its own; a numeric column is filled with its mean
-            where a value is missing, and one that has a missing value gets a 0/1 indicator
-            column (see :class:`ColumnEncoding`).
-        learn_rows : callable or None, default=None
-            ``learn_rows(rows)``, the boolean mask of the rows (an array of global row
-            indices) to learn the categories and means from, such as the training rows of a
-            hold-out split, so that the held-out rows are encoded as new data would be;
-            every row is still checked. Default: every row. With ``drop_missing_target``
-            the rows whose target is missing are never learned from.
-
-        Returns
-        -------
-        encoding : ColumnEncoding
-            Over ``self.encoding.columns``, in that order, one-hot encoding each string or
-            categorical column and each column of codes.
-        """
-        check_missing(missing, "fit_encoding")
-        columns = self.encoding.columns
-        dates = self.encoding.dates
-        categorical = [name for name in columns if name not in dates
-                       and (self._kinds[name] == "categorical" or name in self.encoding.categories)]
-        numeric = [name for name in columns if name not in categorical] if missing == "encode" else []
-        read = categorical + numeric
-        drop = self.drop_missing_target and self.target is not None
-        batches = self._raw_batches(read + ([self.target] if drop else []), self.chunk_rows, 0, 1) if read else ()
-
-        def learn(batch, rows):  # the rows learned from: asked for, and with a target when it is needed
-            mask = np.ones(len(rows), dtype=bool) if learn_rows is None else row_mask(learn_rows, rows)
-            return mask & target_present(batch.column(self.target)) if drop else mask
-
-        learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
-                                 learn if learn_rows is not None or drop else None, dates)
-        if missing != "encode":  # no pass over the numeric columns: look for a row label in the first chunk
-            numeric = [name for name in columns if name not in categorical]
-            warn_row_numbers(self._raw_batches(numeric, self.chunk_rows, 0, 1) if numeric else (), numeric)
-        return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, **learned)
-
-    def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
-        """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.
-
-        Parameters
-        ----------
-        chunk_rows : int, optional
-            Rows per chunk (the last may be shorter); default ``self.chunk_rows``. It changes
-            neither the rows, their order nor their indices.
-        rank, world_size : int, default=0, 1
-            With ``world_size > 1`` rank ``r`` gets a disjoint share, and the shares of ranks
-            ``0 .. world_size-1`` hold every row once. Parquet: row groups, numbered over all
-            files, go round-robin (row group ``g`` to rank ``g % world_size``), so each rank
-            reads only its row groups; a table with fewer row groups than ranks leaves some
-            ranks empty. CSV: every rank parses all files and keeps the rows ``i`` with
-            ``i % world_size == rank``.
-        unknown : dict, optional
-            Filled with the categories met that the encoding does not know, per column, with
-            their rows: ``{column: {value: rows}}`` (see :meth:`ColumnEncoding.transform`).
-
-        Yields
-        ------
-        chunk : Chunk
-            ``X`` (m, n_features), C-contiguous, of ``self.dtype``; ``y`` (m,) or None: float64
-            for float targets, int64 for integer ones, bool, or an object array of str for
-            string and categorical targets (classification encodes them); ``rows`` (m,) int64.
-        """
-        chunk_rows = self.chunk_rows if chunk_rows is None else check_chunk_rows(chunk_rows)
-        rank, world_size = check_rank(rank, world_size)
-        columns = list(self.encoding.columns) + ([self.target] if self.target else [])
-        pieces = ((self.encoding.transform(batch, dtype=self.dtype, rows=rows, unknown=unknown),
-                   None if self.target is None else target_values(batch.column(self.target), self.target, rows),
-                   rows)
-                  for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
-        for X, y, rows in rechunk(pieces, chunk_rows):
-            yield Chunk(X, y, rows)
-
-    def _kept_batches(self, columns, batch_rows, rank, world_size):
-        """:meth:`_raw_batches` without the rows whose target is missing, with ``drop_missing_target``."""
-        for batch, rows in self._raw_batches(columns, batch_rows, rank, world_size):
-            if self.drop_missing_target:
-                present = target_present(batch.column(self.target))
-                if not present.all():
-                    batch, rows = batch.filter(pa.array(present)), rows[present]
-            if batch.num_rows:
-                yield batch, rows
-
-    def _raw_batches(self, columns, batch_rows, rank, world_size):
-        """Yield ``(record batch of columns, global rows)`` for this rank's share."""
-        return self._layout.batches(columns, batch_rows, rank, world_size, self._read_types)
 
 
 def open_table(paths, target=None, *, features=None, exclude=None, categorical=None, dates=None, format=None,
