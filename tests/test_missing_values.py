@@ -328,8 +328,11 @@ def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
     assert "rownames" in source.feature_names  # a warning: the user decides
     complete = frame.dropna()  # missing='error' reads no numeric column to learn: the first chunk is looked at
     complete.assign(rownames=np.arange(1, len(complete) + 1)).to_csv(tmp_path / "complete.csv", index=False)
-    with pytest.warns(UserWarning, match=r"column 'rownames' holds the row numbers \(1, 2, 3, \.\.\. in file order\)"):
-        open_table(tmp_path / "complete.csv", target="y", chunk_rows=50)
+    complete.drop(columns=["colour", "flag"]).assign(rownames=np.arange(1, len(complete) + 1)).to_csv(
+        tmp_path / "numbers.csv", index=False)
+    for name in ("complete.csv", "numbers.csv"):  # with a text column, whose categories are learned, and without
+        with pytest.warns(UserWarning, match=r"column 'rownames' holds the row numbers \(1, 2, 3, \.\.\. in file "):
+            open_table(tmp_path / name, target="y", chunk_rows=50)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         open_table(tmp_path / "r.csv", target="y", missing="encode", exclude=["rownames"])

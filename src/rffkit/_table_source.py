@@ -13,7 +13,7 @@ import pyarrow as pa
 from ._column_kinds import TIME_UNITS
 from ._encoding import ColumnEncoding, learn_encoding, row_mask
 from ._io_base import (
-    Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io, warn_row_numbers,
+    Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io,
 )
 from ._streaming import rechunk
 from ._table_files import target_present, target_values
@@ -212,7 +212,7 @@ class TableSource:
         ``'?'`` made text, whose one-hot encoding would give each number a column. A column
         with a distinct value on more than half of the rows (and more than 20 of them)
         draws a warning: an identifier, most likely, and so does a numeric column that holds
-        the row numbers (a row label; with ``missing='error'`` looked for in the first chunk).
+        the row numbers (a row label), with ``missing='encode'``.
 
         Parameters
         ----------
@@ -256,9 +256,6 @@ class TableSource:
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
                                  learn if learn_rows is not None or drop else None, dates)
-        if missing != "encode":  # no pass over the numeric columns: look for a row label in the first chunk
-            numeric = [name for name in columns if name not in categorical]
-            warn_row_numbers(self._raw_batches(numeric, self.chunk_rows, 0, 1) if numeric else (), numeric)
         return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):

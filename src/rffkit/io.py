@@ -14,6 +14,7 @@ reading of files under a :class:`TableSource` (with :class:`CSVDialect`) in ``rf
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -32,6 +33,7 @@ from ._io_base import (
     check_missing,
     listing,
     short,
+    warn_row_numbers,
 )
 from ._table_files import CSVDialect, LateTextError, TableLayout, csv_dialect, expand_paths, file_format, inspect_file
 from ._table_source import TableSource
@@ -202,4 +204,9 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
         raise DataSourceError(f"the table has no rows ({len(layout.files)} file(s), first {layout.files[0]!r}).")
     if (categorical or dates or missing == "encode") and not given:
         source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
+    numeric = [name for name in features if kinds[name] in ("integer", "float") and name not in codes]
+    if missing != "encode" and numeric and not given:  # no pass over them: a row label in the first chunk?
+        read_types = layout.read_types({name: kinds[name] for name in numeric})
+        with contextlib.suppress(LateTextError):  # text in a number column: the read of the chunks names it
+            warn_row_numbers(layout.batches(numeric, options["chunk_rows"], 0, 1, read_types), numeric)
     return source
