@@ -835,6 +835,52 @@ def test_dates_written_as_text_are_days_since_1970(tmp_path):
         open_table(tmp_path / "spoilt.csv", target="y")
 
 
+def test_dates_that_do_not_exist_and_other_edges_of_dates_written_as_text(tmp_path):
+    """Arrow's strptime moves 02/30/2020 to 03/01/2020: such a day is an error naming it, in any form
+    (a CSV reader leaves an impossible ISO date as text); a dictionary column is read as its text; a
+    form given for a column the CSV reader parsed as dates is the one used (a Parquet date: an error);
+    new data whose date column is empty in a CSV's first rows is read as text all the same."""
+    for values, form in ((["1/31/2020", "2/30/2020", "12/31/2020"], "%m/%d/%Y"),
+                         (["2020-01-31", "2020-02-30", "2020-12-31"], "%Y-%m-%d")):
+        pa_csv.write_csv(pa.table({"d": values, "y": [1.0, 2.0, 3.0]}), tmp_path / "bad.csv")
+        with pytest.raises(DataSourceError, match=rf"column 'd' holds '{values[1]}' at row 1, written {form} as the "
+                                                  "column's dates are, but no day of the calendar"):
+            list(open_table(tmp_path / "bad.csv", target="y").iter_chunks())
+    pq.write_table(pa.table({"d": [20200131, 2020013], "y": [1.0, 2.0]}), tmp_path / "digits.parquet")
+    with pytest.raises(DataSourceError, match="holds '2020013' at row 1, written %Y%m%d .* no day of the calendar"):
+        list(open_table(tmp_path / "digits.parquet", target="y", dates={"d": "%Y%m%d"}).iter_chunks())
+    pa_csv.write_csv(pa.table({"d": ["01/31/2020", " 2/3/2020 "], "y": [1.0, 2.0]}), tmp_path / "padded.csv")
+    np.testing.assert_array_equal(next(open_table(tmp_path / "padded.csv", target="y").iter_chunks()).X[:, 0],
+                                  [18292.0, 18295.0])  # a leading zero or not, spaces around: the same dates
+    spoilt = [f"1/{day}/2020" for day in range(1, 30)] + ["?"]
+    for name, values in (("spoilt", spoilt), ("dates", spoilt[:-1])):
+        pq.write_table(pa.table({"d": pa.array(values).dictionary_encode(), "y": np.arange(len(values), dtype=float)}),
+                       tmp_path / f"{name}.parquet")
+    with pytest.raises(DataSourceError, match=r"column 'd' holds dates written %m/%d/%Y and 1 other value: '\?'"):
+        open_table(tmp_path / "spoilt.parquet", target="y")
+    np.testing.assert_array_equal(next(open_table(tmp_path / "dates.parquet", target="y").iter_chunks()).X[:2, 0],
+                                  [18262.0, 18263.0])
+    view = {"c": pa.array(["a", "b"] * 3, pa.string_view()), "d": pa.array(["1/31/2020", "2/13/2020"] * 3,
+                                                                           pa.string_view())}
+    pq.write_table(pa.table({**view, "y": np.arange(6.0)}), tmp_path / "view.parquet")  # Arrow's string views
+    viewed = open_table(tmp_path / "view.parquet", target="y")
+    assert viewed.feature_names == ["c=a", "c=b", "d"] and viewed.encoding.dates == {"d": "%m/%d/%Y"}
+    pa_csv.write_csv(pa.table({"d": ["2020-01-02", "2020-03-04"], "y": [1.0, 2.0]}), tmp_path / "iso.csv")
+    swapped = open_table(tmp_path / "iso.csv", target="y", dates={"d": "%Y-%d-%m"})
+    np.testing.assert_array_equal(next(swapped.iter_chunks()).X[:, 0], [18293.0, 18355.0])  # 1 Feb and 3 Apr 2020
+    pq.write_table(pa.table({"d": pa.array([datetime.date(2020, 1, 2)]), "y": [1.0]}), tmp_path / "date.parquet")
+    with pytest.raises(ValueError, match="dates names 'd', which the file stores as dates or times already"):
+        open_table(tmp_path / "date.parquet", target="y", dates={"d": "%Y-%d-%m"})
+    train = open_table(tmp_path / "iso.csv", target="y", dates={"d": "%Y-%d-%m"}, missing="encode")
+    with open(tmp_path / "late.csv", "w") as file:  # 100,000 empty dates, then dates: Arrow reads the first as nulls
+        file.write("d,x\n" + ",0.123456789012345\n" * 100_000 + "2020-01-02,1\n")
+    late = open_table(tmp_path / "late.csv", encoding=train.encoding, missing="encode")
+    assert pa.types.is_null(late._layout.schemas[0].field("d").type)  # past the reader's first block
+    with pytest.warns(UserWarning, match="column 'd' holds missing values"):
+        column = np.concatenate([chunk.X[:, 0] for chunk in late.iter_chunks()])
+    assert column.shape == (100_001,) and column[-1] == 18293.0 and column[0] == 18324.0  # the training dates' mean
+
+
 def test_categorical_codes_of_booleans_and_dates_and_given_encodings(tmp_path):
     day = [datetime.date(2020, 1, 2), datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
     half = pa.array(np.array([2.5, 2.5, 1.0], dtype=np.float16))  # no arithmetic kernels in Arrow

@@ -99,9 +99,9 @@ def as_text(array):
     """
     type_ = array.type
     if pa.types.is_dictionary(type_):
-        return pc.cast(array, type_.value_type)
+        return as_text(pc.cast(array, type_.value_type))
     if column_kind(type_) == "categorical":
-        return array
+        return array if pa.types.is_string(type_) or pa.types.is_large_string(type_) else pc.cast(array, pa.string())
     if pa.types.is_floating(type_):
         if pa.types.is_float16(type_):  # no arithmetic on half floats; float32 holds each exactly
             array, type_ = pc.cast(array, pa.float32()), pa.float32()
@@ -181,7 +181,7 @@ def date_columns(batch, rows, columns):
     other values is a :class:`DataSourceError` that quotes them."""
     formats = {}
     for column in columns if batch.num_rows else ():
-        values = batch.column(column)
+        values = as_text(batch.column(column))  # a dictionary column as its values
         format_, doubt, others = date_format(text for text in pc.unique(values).to_pylist() if text and text.strip())
         if others:
             quoted = ", ".join(f"{short(text)} (row {rows[pc.index(values, text).as_py()]})" for text in others[:5])
@@ -200,11 +200,32 @@ def date_columns(batch, rows, columns):
 def text_dates(array, format):
     """The days since 1970-01-01 (as :func:`numbers` gives a date) of the dates a text column writes
     in ``format`` (:func:`date_format`), NaN where a value is missing or empty; None where a value is
-    no date in that format."""
+    no date in that format, or no day of the calendar (:func:`_dates_exist`)."""
     text = pc.utf8_trim_whitespace(as_text(array))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     parsed = pc.strptime(text, format=format, unit="s", error_is_null=True)
-    return None if parsed.null_count != text.null_count else numbers(parsed)
+    if parsed.null_count != text.null_count or not _dates_exist(text, format):
+        return None
+    return numbers(parsed)
+
+
+def _dates_exist(text, format):
+    """Whether each distinct date of ``text`` (trimmed, empty ones null) writes back as itself in
+    ``format``: Arrow's ``strptime`` moves a day past the month's end on (02/30/2020 is read as
+    03/01/2020, 2020013 with ``%Y%m%d`` as 2020-01-03), where such a value is no date. Texts are
+    compared without case, spaces and leading zeros; a format with a time zone is not checked."""
+    if "%z" in format or "%Z" in format:
+        return True
+    distinct = pc.unique(text).drop_null()
+    if len(distinct) == 0:
+        return True
+    written = pc.strftime(pc.strptime(distinct, format=format, unit="s"), format=format, locale="C")
+
+    def canonical(values):
+        values = pc.replace_substring_regex(pc.utf8_lower(values), r"\s+", "")
+        return pc.replace_substring_regex(values, r"(^|[^0-9])0+([0-9])", r"\1\2")
+
+    return pc.all(pc.equal(canonical(distinct), canonical(written))).as_py() is not False
 
 
 def text_column_numbers(array, column, rows, date_format=None):
@@ -218,6 +239,11 @@ def text_column_numbers(array, column, rows, date_format=None):
         texts = as_text(array).to_pylist()
         position = next(k for k, text in enumerate(texts) if text is not None and (date_format is None or text.strip())
                         and read(pa.array([text])) is None)
+        if date_format is not None and pc.strptime(pa.array([texts[position].strip()]), format=date_format, unit="s",
+                                                   error_is_null=True)[0].is_valid:  # read, but no such day
+            raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
+                                  f"written {date_format} as the column's dates are, but no day of the calendar; "
+                                  f"correct the value, or {LEAVE_OUT}.")
         expected = "a number" if date_format is None else f"a date written {date_format}, as the column's dates are"
         raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
                               f"where the encoding expects {expected}; correct the value, or refit the encoding on "

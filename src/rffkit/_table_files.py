@@ -337,7 +337,8 @@ class TableLayout:
 
     def date_formats(self, features, dates, codes, given):
         """``open_table``'s ``dates``, checked: a dict of feature columns, none of them among
-        ``codes`` (categorical), to ``strptime`` formats (empty for None)."""
+        ``codes`` (categorical), to ``strptime`` formats (empty for None). A CSV column the reader
+        parses as dates is read as text for its given form; a Parquet column of dates is an error."""
         if dates is None:
             return {}
         if given and dates:
@@ -351,6 +352,11 @@ class TableLayout:
         if others:
             raise ValueError(f"open_table: dates names {listing(others)}, not a feature column, or one that "
                              f"categorical names too; the features are {listing(features)}.")
+        stored = [name for name, kind in self.kinds(list(dates)).items() if kind in TIME_UNITS]
+        if stored and self.format == "parquet":
+            raise ValueError(f"open_table: dates names {listing(stored)}, which the file stores as dates or times "
+                             "already; leave it out of dates.")
+        self.text_columns.update(stored)  # a CSV reader's reading of them (ISO 8601) gives way to the form given
         return {str(name): format_ for name, format_ in dates.items()}
 
     def text_dates(self, columns, chunk_rows):
@@ -363,8 +369,12 @@ class TableLayout:
         kind ``encoding`` turns into numbers (text it has no categories or date format for only when
         every value is a number, which it then parses), and the target numbers, booleans or text."""
         kinds = self.kinds(list(encoding.columns) + ([target] if target else []))
-        # a column the encoding one-hot encodes as text, empty in a CSV's first rows: text all the same
-        kinds.update({column: "categorical" for column in encoding.categories if kinds[column] == "null"})
+        # a column the encoding one-hot encodes or reads dates from as text, empty in a CSV's first rows: text all the same
+        kinds.update({column: "categorical" for column in (*encoding.categories, *encoding.dates)
+                      if kinds[column] == "null"})
+        if self.format != "parquet":  # dates in a form the CSV reader takes for ISO 8601's (%Y-%d-%m): the form holds
+            kinds.update({column: "categorical" for column, form in encoding.dates.items()
+                          if kinds[column] in TIME_UNITS and form.startswith("%Y-")})
         for column in encoding.columns:
             kind, type_ = kinds[column], self.schemas[0].field(column).type
             if kind == "unsupported" and column in encoding.categories:

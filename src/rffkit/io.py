@@ -20,7 +20,6 @@ import warnings
 import numpy as np
 
 from ._array_source import ArraySource, as_source
-from ._column_kinds import TIME_UNITS
 from ._encoding import ColumnEncoding
 from ._io_base import (
     DEFAULT_CHUNK_ROWS,
@@ -192,7 +191,7 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
     (codes, formats), kinds = named, layout.kinds(features)
     given = isinstance(encoding, ColumnEncoding)
     text = [name for name in features if kinds[name] == "categorical" and name not in codes and name not in formats]
-    dates = {name: format_ for name, format_ in formats.items() if kinds[name] not in TIME_UNITS}  # not read so yet
+    dates = dict(formats)
     if text and not given:  # dates written as text, found in the first chunk
         dates.update(layout.text_dates(text, options["chunk_rows"]))
     categorical = {name: () for name in features
