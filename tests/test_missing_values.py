@@ -331,8 +331,25 @@ def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
     complete.drop(columns=["colour", "flag"]).assign(rownames=np.arange(1, len(complete) + 1)).to_csv(
         tmp_path / "numbers.csv", index=False)
     for name in ("complete.csv", "numbers.csv"):  # with a text column, whose categories are learned, and without
-        with pytest.warns(UserWarning, match=r"column 'rownames' holds the row numbers \(1, 2, 3, \.\.\. in file "):
+        with pytest.warns(UserWarning, match=r"column 'rownames' holds the row numbers \(1, 2, 3, \.\.\. in") as caught:
             open_table(tmp_path / name, target="y", chunk_rows=50)
+        assert caught[0].filename == __file__  # the user's call, however deep inside rffkit it is found
+    # missing='error' agrees with missing='encode' past the first chunk: a count that starts again is no row label,
+    # and row groups smaller than a chunk are looked at together
+    runs = complete.drop(columns=["colour", "flag"]).assign(step=np.arange(len(complete)) % 60)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    pq.write_table(pa.Table.from_pandas(runs.assign(step=np.arange(len(runs))), preserve_index=False),
+                   tmp_path / "groups.parquet", row_group_size=10)
+    with pytest.warns(UserWarning, match=r"column 'step' holds the row numbers \(0, 1, 2") as caught:
+        open_table(tmp_path / "groups.parquet", target="y", chunk_rows=50)
+    assert caught[0].filename == __file__
+    for missing in ("error", "encode"):
+        with pytest.warns(UserWarning, match="column 'rownames'") as caught:
+            open_table(tmp_path / "complete.csv", target="y", chunk_rows=50, missing=missing)
+        assert caught[0].filename == __file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            open_table(tmp_path / "runs.csv", target="y", chunk_rows=50, missing=missing)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         open_table(tmp_path / "r.csv", target="y", missing="encode", exclude=["rownames"])

@@ -35,6 +35,7 @@ from ._io_base import (
     listing,
     public_in_io,
     short,
+    warn_user,
 )
 
 __all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "MISSING"]
@@ -454,9 +455,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
         raise too_many_categories(too_many[0])
     for column, values in seen.items():
         if len(values) > NUMBERS_IN_TEXT_MIN and len(values) > IDENTIFIER_SHARE * n_rows:
-            warnings.warn(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
-                          f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.",
-                          UserWarning, stacklevel=4)
+            warn_user(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
+                      f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.")
 
     def order(column):
         if column in numeric_codes:
@@ -469,8 +469,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             label.warn()
         for column, (_, count) in sums.items():
             if count == 0 and n_rows:
-                warnings.warn(f"column {column!r} has no value in {n_rows:,} rows: it carries nothing for the model; "
-                              f"{LEAVE_OUT}.", UserWarning, stacklevel=4)
+                warn_user(f"column {column!r} has no value in {n_rows:,} rows: it carries nothing for the model; "
+                          f"{LEAVE_OUT}.")
         learned.update(missing="encode",
                        fill_values={column: total / count if count else 0.0 for column, (total, count) in sums.items()},
                        indicators=[column for column, (_, count) in sums.items() if count < n_rows])

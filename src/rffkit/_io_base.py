@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
+import sys
 import warnings
 from typing import NamedTuple
 
@@ -282,21 +284,50 @@ class RowNumbers:
         if self.starts and self.n_rows > NUMBERS_IN_TEXT_MIN:
             start = min(self.starts)
             where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
-            warnings.warn(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
-                          "... in file order): a row label, not a measurement, which a model can only misuse (in "
-                          f"a file sorted by the target it gives the target away); {LEAVE_OUT}.",
-                          UserWarning, stacklevel=5)
+            warn_user(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
+                      "... in file order): a row label, not a measurement, which a model can only misuse (in "
+                      f"a file sorted by the target it gives the target away); {LEAVE_OUT}.")
 
 
-def warn_row_numbers(batches, columns):
-    """The :class:`RowNumbers` check of ``columns`` on the first of ``batches`` (``(batch, rows)``
-    pairs) alone: where the encoding reads no numeric column, a cheap look for a row label."""
-    batch, rows = next(iter(batches), (None, None))
-    if batch is None or rows is None:
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn_user(message, category=UserWarning):
+    """``warnings.warn`` pointed at the first frame outside rffkit, the user's call, however deep
+    inside the package (``open_table``, ``TableSource.fit_encoding``, the command line) it arises."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
+
+
+def warn_row_numbers(batches, columns, screen_rows):
+    """The :class:`RowNumbers` check of the numeric ``columns`` where the encoding reads none of them:
+    a look at the first ``screen_rows`` rows, then, for a column that holds the row numbers there,
+    a pass over that column alone, so that a count which starts again further down is no row label.
+    ``batches(columns)`` yields ``(batch, rows)`` pairs of a pass over ``columns``."""
+    checks, read = {column: RowNumbers(column) for column in columns}, 0
+    for batch, rows in batches(columns):
+        for column, check in checks.items():
+            values = batch.column(column)
+            numeric = pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+            check.update(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64) if numeric else None,
+                         rows if numeric else None)
+        read += batch.num_rows
+        checks = {column: check for column, check in checks.items() if check.starts}
+        if read >= screen_rows or not checks:
+            break
+    else:  # the whole table was read
+        for check in checks.values():
+            check.warn()
         return
-    for column in columns:
-        check = RowNumbers(column)
-        values = batch.column(column)
-        if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
-            check.update(np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64), rows)
+    suspects = list(checks)
+    if suspects:
+        checks = {column: RowNumbers(column) for column in suspects}
+        for batch, rows in batches(suspects):
+            for column, check in checks.items():
+                check.update(np.asarray(batch.column(column).to_numpy(zero_copy_only=False), dtype=np.float64), rows)
+            if not any(check.starts for check in checks.values()):
+                return
+        for check in checks.values():
             check.warn()
