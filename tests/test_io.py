@@ -5,6 +5,7 @@ import doctest
 import json
 import os
 import tracemalloc
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -684,13 +685,22 @@ def test_a_csv_column_of_empty_fields_then_text_is_read_as_text(tmp_path):
     np.testing.assert_array_equal(X[-2:, 1:], [[0, 1], [1, 0]])
     again = open_table(path, target="y", encoding=source.encoding)  # no learning pass: the encoding says text
     np.testing.assert_array_equal(np.concatenate([chunk.X for chunk in again.iter_chunks()]), X)
+    # dates further down: found where the column first holds values; no warning where their form is given
+    dated = _late_csv(tmp_path / "d.csv", [""], "1/31/2020")
+    with pytest.warns(UserWarning, match=r"text further down \('1/31/2020'\): it is read as dates\."):
+        source = open_table(dated, target="y", missing="encode")
+    assert source.encoding.dates == {"v": "%m/%d/%Y"} and source.feature_names == ["x", "v", "v=(missing)"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        named = open_table(dated, target="y", missing="encode", dates={"v": "%m/%d/%Y"})
+    assert named.encoding.dates == {"v": "%m/%d/%Y"}
+    assert np.concatenate([chunk.X for chunk in named.iter_chunks()])[-1, 1] == 18292.0
 
 
 def test_a_csv_column_of_numbers_then_text_is_named(tmp_path):
     # learned: read as text, it is a column of numbers spoilt by a placeholder
     path = _late_csv(tmp_path / "t.csv", [str(k) for k in range(40)], "?")
-    with pytest.warns(UserWarning, match="read as text"), pytest.raises(
-            DataSourceError, match=r"column 'v' holds numbers and text: .* '\?' \(row 200000\)"):
+    with pytest.raises(DataSourceError, match=r"column 'v' holds numbers and text: .* '\?' \(row 200000\)"):
         open_table(path, target="y", missing="encode")
     # not learned (no text column, missing='error'): the read names the column and the way out
     with pytest.raises(DataSourceError, match=r"invalid value '\?' \(column #1 is 'v'\); a CSV column's type "

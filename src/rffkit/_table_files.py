@@ -24,7 +24,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._column_kinds import TIME_UNITS, column_kind, date_columns, merge_kinds, text_reads_as_numbers
+from ._column_kinds import TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers
 from ._io_base import (
     DROP_TARGET, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls,
     listing, public_in_io, short,
@@ -360,16 +360,25 @@ class TableLayout:
         return {str(name): format_ for name, format_ in dates.items()}
 
     def text_dates(self, columns, chunk_rows):
-        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, on their first chunk."""
-        batches = self.batches(columns, chunk_rows, 0, 1, self.read_types(dict.fromkeys(columns, "categorical")))
-        return date_columns(*next(iter(batches)), columns)
+        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, each on the first chunk
+        where it holds a value (a CSV column empty in the reader's first block is text, and may be dates)."""
+        formats, waiting = {}, list(columns)
+        types = self.read_types(dict.fromkeys(columns, "categorical"))
+        for batch, rows in self.batches(columns, chunk_rows, 0, 1, types):
+            ready = [column for column in waiting if pc.max(pc.utf8_length(pc.utf8_trim_whitespace(
+                as_text(batch.column(column))))).as_py()]
+            formats.update(date_columns(batch, rows, ready))
+            waiting = [column for column in waiting if column not in ready]
+            if not waiting:
+                break
+        return formats
 
     def checked_kinds(self, encoding, target, chunk_rows):
         """The kinds of ``encoding``'s columns and of ``target``, each checked: a feature must be a
         kind ``encoding`` turns into numbers (text it has no categories or date format for only when
         every value is a number, which it then parses), and the target numbers, booleans or text."""
         kinds = self.kinds(list(encoding.columns) + ([target] if target else []))
-        # a column the encoding one-hot encodes or reads dates from as text, empty in a CSV's first rows: text all the same
+        # a column the encoding one-hot encodes or reads dates from, empty in a CSV's first rows: text all the same
         kinds.update({column: "categorical" for column in (*encoding.categories, *encoding.dates)
                       if kinds[column] == "null"})
         if self.format != "parquet":  # dates in a form the CSV reader takes for ISO 8601's (%Y-%d-%m): the form holds

@@ -172,17 +172,24 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     given = isinstance(encoding, ColumnEncoding)
     codes = layout.categorical_columns(features, categorical, given)
     named = (codes, layout.date_formats(features, dates, codes, given))
+    late = []  # (column, file, value) of features of numbers or empty fields in a CSV's first rows, text later
     while True:
         try:
-            return _open_layout(layout, target, features, named, encoding, missing, learn_rows,
-                                chunk_rows=chunk_rows, dtype=dtype, drop_missing_target=drop_missing_target)
-        except LateTextError as error:  # a feature of numbers or empty fields in a CSV's first rows, text later
+            source = _open_layout(layout, target, features, named, encoding, missing, learn_rows,
+                                  chunk_rows=chunk_rows, dtype=dtype, drop_missing_target=drop_missing_target)
+            break
+        except LateTextError as error:
             if error.column not in features or error.column in layout.text_columns:
                 raise
-            warnings.warn(f"CSV column {error.column!r} holds only numbers or empty fields in the first rows of "
-                          f"{error.path!r}, where its type is inferred, and text further down ({short(error.value)}): "
-                          "it is read as text, a category per value.", UserWarning, stacklevel=2)
             layout.text_columns.add(error.column)
+            if error.column not in named[1]:  # no form given for its dates
+                late.append((error.column, error.path, error.value))
+    for column, path, value in late:
+        read = "dates" if column in source.encoding.dates else "text, a category per value"
+        warnings.warn(f"CSV column {column!r} holds only numbers or empty fields in the first rows of {path!r}, "
+                      f"where its type is inferred, and text further down ({short(value)}): it is read as {read}.",
+                      UserWarning, stacklevel=2)
+    return source
 
 
 def _open_layout(layout, target, features, named, encoding, missing, learn_rows, **options):
