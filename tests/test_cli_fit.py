@@ -443,6 +443,19 @@ def test_a_trial_fit_that_fails_numerically_does_not_end_the_command(monkeypatch
     assert takes_sources(RFFRidge(), (X, y))  # both trials failed: the rows are at fault, the real fit will say
 
 
+def test_the_code_hint_names_codes_and_not_counts_or_measures_of_a_code(tmp_path):
+    """A name ending in a code's word is a code (subjectID, county_fips), unless a count or a measure
+    word comes before it (persons_in_household, price_per_unit, years_school)."""
+    from rffkit._cli_report import code_hints
+
+    columns = ["subjectID", "county_fips", "persons_in_household", "price_per_unit", "years_school", "week"]
+    values = np.repeat(np.arange(1, 11), 4)  # 10 whole numbers, 4 rows each
+    pa_csv.write_csv(pa.table({**{name: values for name in columns}, "y": np.arange(40.0)}), tmp_path / "t.csv")
+    source = open_table(tmp_path / "t.csv", target="y")
+    hints = code_hints(source, np.concatenate([chunk.X for chunk in source.iter_chunks()]))
+    assert [hint.split()[1] for hint in hints] == ["subjectID", "county_fips"]
+
+
 def test_categorical_fits_a_code_stored_as_numbers_as_one_input_per_value(tmp_path, capsys):
     """Panel data: the target is a subject's level, the subject a number. Read as one number the code
     says little; one-hot encoded (--categorical) it names each subject. The model file remembers it."""

@@ -27,6 +27,10 @@ __all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "
 _CODE_WORDS = {"id", "ids", "code", "subject", "patient", "person", "individual", "household", "family", "site",
                "station", "plot", "school", "firm", "county", "district", "fips", "zip", "cluster", "group", "unit",
                "panel", "respondent"}
+#: Words that make a name ending in a code's word a count or a measure (persons_in_household,
+#: price_per_unit, years_school, n_site): no hint.
+_MEASURE_WORDS = {"per", "in", "of", "by", "at", "n", "num", "number", "count", "counts", "size", "years", "price",
+                  "total", "mean", "avg", "average", "share", "rate"}
 
 
 class Report:
@@ -49,13 +53,15 @@ class Report:
 def code_hints(source, X):
     """Lines that point to ``--categorical`` for numeric columns of ``X`` (the encoded rows of
     ``source``) that look like codes: a name whose last word is one of :data:`_CODE_WORDS`
-    (``subject``, ``county_fips``, ``patientID``), and between 5 and 1,000 whole numbers, each on
+    (``subject``, ``county_fips``, ``patientID``; not after a word of :data:`_MEASURE_WORDS`, as in
+    ``persons_in_household``), and between 5 and 1,000 whole numbers, each on
     three rows or more on average (a panel). Read as one number, such a code orders and spaces its
     subjects by their numbers; one-hot encoded, each is its own input."""
     hints, names = [], source.feature_names
     for column in source.encoding.columns:
         words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", column)
-        if column in source.encoding.categories or not words or words[-1].lower() not in _CODE_WORDS:
+        if column in source.encoding.categories or not words or words[-1].lower() not in _CODE_WORDS \
+                or _MEASURE_WORDS.intersection(word.lower() for word in words[:-1]):
             continue
         at = names.index(column)
         values = X[:, at] if column not in source.encoding.indicators else X[X[:, at + 1] == 0, at]  # not filled in
