@@ -146,7 +146,8 @@ def test_a_string_column_of_an_array_is_named_by_position(estimator):
 @pytest.mark.parametrize("estimator", ALL, ids=_ids)
 def test_a_column_of_dates_or_durations_is_named_with_a_way_out(estimator):
     """NumPy's message ('The DType DateTime64DType could not be promoted by Float64DType') named no
-    column: a DataFrame's dates, times or durations are refused by name, with how to make them numbers."""
+    column: a DataFrame's dates, times, durations or periods are refused by name, with how to make them
+    numbers, and so is a NumPy array of dates (which a fit had read as its integers, in the array's unit)."""
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"size": rng.normal(size=30), "age": rng.normal(size=30)})
     y = None if estimator in TRANSFORMERS else _target(estimator, 30, rng)
@@ -157,6 +158,12 @@ def test_a_column_of_dates_or_durations_is_named_with_a_way_out(estimator):
         with pytest.raises(ValueError, match=rf"column 'day' \(position 1\) of X holds dates or times such as "
                                              rf"{re.escape(shown)}; make them numbers first.*rffkit.io.open_table"):
             _fit(clone(estimator), X.assign(day=when)[["size", "day", "age"]], y)
+    period = pd.period_range("2020-01", periods=30, freq="M")  # pandas' periods, and a NumPy array of dates
+    with pytest.raises(ValueError, match=r"column 'day' \(position 1\) of X holds dates or times such as '2020-01'"):
+        _fit(clone(estimator), X.assign(day=period)[["size", "day", "age"]], y)
+    days = np.arange("2020-01-01", "2020-01-31", dtype="datetime64[D]").reshape(-1, 1)
+    with pytest.raises(ValueError, match=r"column 0 of X holds dates or times such as '2020-01-01'"):
+        _fit(clone(estimator), days, y)
 
 
 @pytest.mark.parametrize("estimator", ALL, ids=_ids)

@@ -8,6 +8,7 @@ neither the column nor the row nor the way out.
 from __future__ import annotations
 
 import datetime
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,12 +44,20 @@ def _first_text_value(values):
 
 
 def _first_time_value(values):
-    """The first date, time or duration among the first 100 entries of a column (of datetime64 or
-    timedelta64 dtype, or of Python or pandas dates and times), or None."""
+    """The first date, time, duration or period (pandas' ``Period``) among the first 100 entries
+    of a column that are not missing (of datetime64 or timedelta64 dtype, or of Python or pandas
+    dates and times), or None."""
     entries = np.asarray(values, dtype=object).ravel()
-    for value in entries[:100]:
-        if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)):
+    looked = 0
+    for value in entries:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)) \
+                or hasattr(value, "to_timestamp"):
             return value
+        looked += 1
+        if looked == 100:
+            break
     timed = getattr(getattr(values, "dtype", None), "kind", "O") in "Mm"
     return entries[0] if timed and len(entries) else None  # a column of NaT
 
@@ -69,8 +78,9 @@ def _numbers_in_text(label, values):
 
 
 def _non_numeric_columns(X):
-    """``(label, values)`` of each column of ``X`` that may hold text: a DataFrame's non-numeric
-    columns, every column of a 2-D array of object, string or bytes dtype; nothing otherwise."""
+    """``(label, values)`` of each column of ``X`` that may hold text or dates: a DataFrame's
+    non-numeric columns, every column of a 2-D array of object, string, bytes, datetime64 or
+    timedelta64 dtype; nothing otherwise."""
     columns, dtypes = getattr(X, "columns", None), getattr(X, "dtypes", None)
     if columns is not None and dtypes is not None and getattr(X, "ndim", 2) == 2:
         for position, (name, dtype) in enumerate(zip(columns, dtypes)):
@@ -78,7 +88,7 @@ def _non_numeric_columns(X):
                 yield f"column {name!r} (position {position})", X.iloc[:, position]
         return
     dtype = getattr(X, "dtype", None)
-    if dtype is not None and dtype.kind in "OUS" and getattr(X, "ndim", 0) == 2:
+    if dtype is not None and dtype.kind in "OUSMm" and getattr(X, "ndim", 0) == 2:  # text, dates, durations
         for column in range(X.shape[1]):
             yield f"column {column}", X[:, column]
 
