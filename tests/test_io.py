@@ -771,8 +771,12 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     (["1/2/2020", "3/4/2020"], (None, "they are dates whose day and month no value tells apart (such as "
                                       "'1/2/2020': every field 12 or less), written '%d/%m/%Y' or '%m/%d/%Y'", [])),
     (["13/13/2020", "1/2/2020"], (None, None, [])),  # no order of day and month reads both
-    (["2020-1-5 10:30:01", "2020-1-6 9:05"], (None, None, [])),  # two forms of time
-    (["1/2/2020", "1-2-2020"], (None, None, [])),  # two separators
+    (["2020-1-5 10:30:01", "2020-1-6 9:05"], (None, "they are dates written in more than one form (such as "
+                                                     "'2020-1-5 10:30:01' and '2020-1-6 9:05')", [])),  # two clocks
+    (["1/2/2020", "1-2-2020"], (None, "they are dates written in more than one form (such as '1/2/2020' and "
+                                      "'1-2-2020')", [])),  # two separators
+    (["1/31/2020", "13/1/2020"], (None, "they are dates written day first (such as '13/1/2020') and month first "
+                                        "(such as '1/31/2020')", [])),
     (["1/2/20", "13/2/20"], (None, None, [])),  # two-digit years: the century is a guess
     (["red", "1/13/2020"], (None, None, [])),
     ([f"1/{day}/2020" for day in range(1, 22)] + ["soon"], ("%m/%d/%Y", None, ["soon"])),  # a placeholder

@@ -139,7 +139,8 @@ _DATE = re.compile(r"(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?:([ T])(\d{1,2}:\d{2}
 def date_format(texts):
     """``(format, doubt, others)``: the ``strptime`` format of the dates and times that ``texts``
     (the distinct non-empty values of a text column) write, or None; ``doubt`` is None, or, where
-    they are dates whose day and month no value tells apart (01/02/2020), why they are not read;
+    they are dates whose day and month no value tells apart (01/02/2020), or dates in more than one
+    form (1/31/2020 beside 13/1/2020, or 2020-01-31), why they are not read;
     ``others``, the texts that are no dates (at most one in ten, beside more than 20 dates: a
     column of dates spoilt by a placeholder, as :class:`rffkit._io_base.NumbersInText` finds one
     of numbers), or an empty list.
@@ -153,19 +154,28 @@ def date_format(texts):
     others = [text for match, text in found if not match]
     if not matches or (others and (len(matches) <= NUMBERS_IN_TEXT_MIN or len(matches) < 9 * len(others))):
         return None, None, []
-    if len({(m.group(2), m.group(5), m.group(7) is None) for m in matches}) != 1:  # one separator, one clock
-        return None, None, []
     first = matches[0]
+
+    def form(match):  # separator, clock, seconds, year first
+        return match.group(2), match.group(5), match.group(7) is None, len(match.group(1)) == 4
+
+    other = next((match for match in matches if form(match) != form(first)), None)
+    if other is not None:
+        return None, f"they are dates written in more than one form (such as {first.group(0)!r} and " \
+                     f"{other.group(0)!r})", []
     separator, clock = first.group(2), "" if first.group(5) is None else first.group(5) + "%H:%M"
     clock += "" if first.group(7) is None else ":%S"
     if all(len(m.group(1)) == 4 and len(m.group(4)) <= 2 for m in matches):
         return separator.join(("%Y", "%m", "%d")) + clock, None, others
     if not all(len(m.group(1)) <= 2 and len(m.group(4)) == 4 for m in matches):
         return None, None, []
-    day_first = any(int(m.group(1)) > 12 for m in matches)
-    month_first = any(int(m.group(3)) > 12 for m in matches)
-    if day_first and month_first:
+    if any(int(m.group(1)) > 12 and int(m.group(3)) > 12 for m in matches):  # 13/13/2020: no date
         return None, None, []
+    day_first = next((m.group(0) for m in matches if int(m.group(1)) > 12), None)
+    month_first = next((m.group(0) for m in matches if int(m.group(3)) > 12), None)
+    if day_first and month_first:
+        return None, (f"they are dates written day first (such as {day_first!r}) and month first (such as "
+                      f"{month_first!r})"), []
     if not (day_first or month_first or separator == "."):
         forms = " or ".join(repr(separator.join((*order, "%Y")) + clock) for order in (("%d", "%m"), ("%m", "%d")))
         return None, (f"they are dates whose day and month no value tells apart (such as {first.group(0)!r}: "
