@@ -743,8 +743,9 @@ def test_categorical_one_hot_encodes_codes_stored_as_numbers(tmp_path):
 
 def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_tallied():
     """A text column whose values write a known code as another number ("4.0", " 4", "4e0", "+4") is
-    that code; text that is a code only as another number ("007" for "7") is not rescued where no such
-    category exists; the values that stay unknown are tallied per column with their rows."""
+    that code, and "4" is the code learned as "4.0"; text that is a code only as another number ("007"
+    for "7") is not rescued where no such category exists; the values that stay unknown are tallied
+    per column with their rows."""
     encoding = ColumnEncoding(["code", "name"], {"code": [1, 4, 10], "name": ["007", "ann"]}, missing="encode")
     table = {"code": ["4.0", " 4", "4e0", "+4", "1.00", "10", "x", None, "4.5"],
              "name": ["007", "7", "ann", "ann", "7.0", "ann", "bob", "007", "ann"]}
@@ -759,6 +760,12 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     with pytest.raises(UnknownCategoryError, match=r"column 'code' holds 'x' at row 0"):
         ColumnEncoding.from_dict({**encoding.to_dict(), "handle_unknown": "error"}).transform(
             {"code": ["4.0", "x"], "name": ["ann", "ann"]}, rows=np.array([1, 0]))
+    # the other way round: categories learned from text that writes numbers ("4.0" beside "x") know 4
+    learned = ColumnEncoding(["code"], {"code": ["1.0", "4.0", "x", "007"]})
+    unknown = {}
+    X = learned.transform({"code": ["4", " 1", "4.00", "7", "x"]}, unknown=unknown)
+    np.testing.assert_array_equal(X, [[0, 1, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0]])
+    assert unknown == {"code": {"7": 1}}  # '007' is text, not the number 7
 
 
 @pytest.mark.parametrize("texts, expected", [

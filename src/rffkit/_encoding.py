@@ -340,8 +340,8 @@ class ColumnEncoding:
         index = pc.fill_null(pc.index_in(array, value_set=value_set, skip_nulls=False), -1)
         index = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
         known = index >= 0
-        if not known.all() and column_kind(array.type) == "categorical":  # "4.0" or " 4" for the code 4
-            written = pc.index_in(number_text(array), value_set=pc.cast(value_set, pa.string()), skip_nulls=True)
+        if not known.all() and column_kind(array.type) == "categorical":  # "4.0" or " 4" for the code 4, "4" for "4.0"
+            written = pc.index_in(number_text(array), value_set=_numbers_of_codes(value_set), skip_nulls=True)
             index[~known] = np.asarray(pc.fill_null(written, -1).to_numpy(zero_copy_only=False))[~known]
             known = index >= 0
         if unknown is not None and not known.all():
@@ -356,6 +356,15 @@ class ColumnEncoding:
                 f"{len(value_set)}: {listing(self.categories[column], 5)}); refit the encoding or "
                 "use handle_unknown='ignore'.")
         block[index[known], np.flatnonzero(known)] = 1.0
+
+
+def _numbers_of_codes(value_set):
+    """The categories ``value_set`` as :func:`~rffkit._column_kinds.number_text` writes the numbers
+    among them ("4.0" as "4"), for new values that write a known code as another number; null for
+    the other categories and for codes with a leading zero ("007"), which are text, never a number."""
+    text = pc.cast(value_set, pa.string())
+    padded = pc.fill_null(pc.match_substring_regex(pc.utf8_trim_whitespace(text), r"^[+-]?0[0-9]"), False)
+    return pc.if_else(padded, pa.scalar(None, pa.string()), number_text(text))
 
 
 def row_mask(learn_rows, rows):
