@@ -9,7 +9,8 @@ encoded (:func:`category_text` for one value; :func:`number_text` for codes writ
 Dates that a file writes as text in another form than ISO 8601's (which CSV readers parse), such
 as 01/31/2020, are found by :func:`date_format` and read by :func:`text_dates`. What a chunk of a
 text column holds: :func:`text_values` (its distinct values and their rows), and
-:func:`text_reads_as_numbers` whether they are all numbers.
+:func:`text_reads_as_numbers` whether they are all numbers. A target column's values are
+:func:`target_values` (:func:`target_present` where rows without one are dropped).
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._io_base import (
-    LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, NumbersInText, at_row, check_no_nulls, short,
+    DROP_TARGET, LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, NumbersInText, at_row,
+    check_finite, check_no_nulls, short,
 )
 
 __all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "date_columns", "date_format", "merge_kinds",
-           "number_text", "numbers", "text_column_numbers", "text_dates", "text_numbers", "text_reads_as_numbers",
-           "text_values"]
+           "number_text", "numbers", "target_present", "target_values", "text_column_numbers", "text_dates",
+           "text_numbers", "text_reads_as_numbers", "text_values"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -258,6 +261,34 @@ def text_column_numbers(array, column, rows, date_format=None):
         raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
                               f"where the encoding expects {expected}; correct the value, or refit the encoding on "
                               "these data.")
+    return values
+
+
+def target_present(array):
+    """Whether each value of a target column is there: not null, and not NaN in a float column."""
+    present = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_floating(array.type):
+        present &= ~np.isnan(array.to_numpy(zero_copy_only=False))
+    return present
+
+
+def target_values(array, column, rows):
+    """The values of a chunk ``array`` of the target ``column`` (global ``rows``, for messages).
+
+    float64 for float targets, int64 for integer ones, bool, or an object array of str for
+    text and dictionary targets; a missing value raises :class:`MissingValueError`, which
+    says to drop those rows.
+    """
+    check_no_nulls(array, column, rows, DROP_TARGET)
+    if pa.types.is_dictionary(array.type):
+        array = pc.cast(array, array.type.value_type)
+    kind = column_kind(array.type)
+    if kind == "categorical":
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    if kind in ("integer", "bool"):
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64 if kind == "integer" else bool)
+    values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    check_finite(values, column, rows, DROP_TARGET)
     return values
 
 

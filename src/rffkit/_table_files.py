@@ -26,12 +26,10 @@ import pyarrow.fs as pa_fs
 
 from ._column_kinds import TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers
 from ._io_base import (
-    DROP_TARGET, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_finite, check_no_nulls,
-    listing, public_in_io, short,
+    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing, public_in_io, short,
 )
 
-__all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file",
-           "target_present", "target_values"]
+__all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -231,34 +229,6 @@ def _batches(fragment, columns, batch_rows, path, names=None):
                                        batch_readahead=1, fragment_readahead=1)
     except (pa.ArrowException, OSError) as exc:
         raise _read_error(path, exc, names) from None
-
-
-def target_present(array):
-    """Whether each value of a target column is there: not null, and not NaN in a float column."""
-    present = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
-    if pa.types.is_floating(array.type):
-        present &= ~np.isnan(array.to_numpy(zero_copy_only=False))
-    return present
-
-
-def target_values(array, column, rows):
-    """The values of a chunk ``array`` of the target ``column`` (global ``rows``, for messages).
-
-    float64 for float targets, int64 for integer ones, bool, or an object array of str for
-    text and dictionary targets; a missing value raises :class:`MissingValueError`, which
-    says to drop those rows.
-    """
-    check_no_nulls(array, column, rows, DROP_TARGET)
-    if pa.types.is_dictionary(array.type):
-        array = pc.cast(array, array.type.value_type)
-    kind = column_kind(array.type)
-    if kind == "categorical":
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-    if kind in ("integer", "bool"):
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64 if kind == "integer" else bool)
-    values = pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-    check_finite(values, column, rows, DROP_TARGET)
-    return values
 
 
 def _segment_rows(position, count, starts, lengths):

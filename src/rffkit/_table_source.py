@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._column_kinds import TIME_UNITS
+from ._column_kinds import TIME_UNITS, target_present, target_values
 from ._encoding import ColumnEncoding, learn_encoding, row_mask
 from ._io_base import (
     Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io,
 )
 from ._streaming import rechunk
-from ._table_files import target_present, target_values
 
 __all__ = ["TableSource"]
 
