@@ -975,3 +975,29 @@ def test_a_csv_dialect_can_be_given_and_is_checked(tmp_path):
         open_table(tmp_path / "t.parquet", target="y", delimiter=";")
     with pytest.raises(ColumnNotFoundError, match="the column 'c' is not in"):
         source.read_columns(["c"])
+
+
+def test_a_prediction_on_a_table_warns_of_categories_the_model_was_not_fitted_on(tmp_path):
+    """The Python API says what the command line says: rows whose category the encoding does not
+    know are none of the column's categories (handle_unknown='ignore'), with one warning per column
+    after the pass, pointed at the caller; a table without such rows draws none."""
+    from rffkit import RFFClassifier, RFFRidge
+
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "blue"], 120)
+    pa_csv.write_csv(pa.table({"colour": colour, "x": rng.normal(size=120), "y": (colour == "red") * 1.0}),
+                     tmp_path / "train.csv")
+    pa_csv.write_csv(pa.table({"colour": ["red", "green", "green", "blue"], "x": [0.1, 0.2, 0.3, 0.4],
+                               "y": [1.0, 0.0, 0.0, 0.0]}), tmp_path / "new.csv")
+    train = open_table(tmp_path / "train.csv", target="y")
+    models = [RFFRidge(random_state=0).fit(train), RFFClassifier(random_state=0).fit(train)]
+    expected = (r"column 'colour': 2 rows hold 1 category the model was not fitted on \('green'\); the model sees "
+                r"those rows as none of the column's 2 categories \('blue', 'red'\)")
+    for model, method in ((models[0], "predict"), (models[1], "predict_proba"), (models[1], "score")):
+        new = open_table(tmp_path / "new.csv", target="y" if method == "score" else None, encoding=train.encoding)
+        with pytest.warns(UserWarning, match=expected) as caught:
+            getattr(model, method)(new)
+        assert len(caught) == 1 and caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        models[0].predict(open_table(tmp_path / "train.csv", encoding=train.encoding))

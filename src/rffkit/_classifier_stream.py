@@ -49,7 +49,7 @@ from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_l
 from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
-from ._validation import as_tensor, one_class_error, resolve_device, torch_generator
+from ._validation import as_tensor, one_class_error, prediction_chunks, resolve_device, torch_generator
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -276,7 +276,7 @@ def fit_rff_classifier_stream(estimator, X, y):
 def per_chunk(estimator, X, method):
     """``method(chunk.X)`` over every chunk of the source behind ``X`` (all rows, whatever the rank), stacked."""
     source = _stream._checked(estimator, X)
-    parts = [method(np.asarray(chunk.X)) for chunk in source.iter_chunks()]
+    parts = [method(np.asarray(chunk.X)) for chunk in prediction_chunks(source)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -287,7 +287,7 @@ def accuracy_stream(estimator, X, y=None):
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     right = total = 0
-    for chunk in source.iter_chunks():
+    for chunk in prediction_chunks(source):
         predicted = estimator._predict_labels(np.asarray(chunk.X))
         right += int(np.count_nonzero(predicted == class_labels(owner, chunk.y)))
         total += chunk.rows.shape[0]

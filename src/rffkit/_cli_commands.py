@@ -21,6 +21,7 @@ from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
     estimators, load_model, parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
 )
+from ._encoding import warn_unknown_categories
 from ._io_base import listing
 from ._streaming import validation_mask
 from ._validation import final_estimator
@@ -148,7 +149,7 @@ def _fit_model(args, source, estimator, scale, world, report):
         seconds = time.perf_counter() - start
         if n_test:
             score.add(model, X[held_out], y[held_out])
-    _warn_unknown(unknown, source.encoding, "held-out row", "the training rows do not have")
+    warn_unknown_categories(unknown, source.encoding, "held-out row", "the training rows do not have")
     return model, score.result(), seconds, n_train, n_test, streamed
 
 
@@ -238,25 +239,6 @@ def _read_columns(source, columns):
         raise CommandLineError(f"--id: {error}") from None
 
 
-def _warn_unknown(unknown, encoding, rows_word="row", lacking="the model was not fitted on"):
-    """One warning per one-hot encoded column whose data held categories the encoding does not know
-    (``unknown``, as :meth:`~rffkit.io.TableSource.iter_chunks` fills it)."""
-    import warnings
-
-    from ._encoding import MISSING
-
-    def named(values):
-        return [MISSING if value is None else value for value in values]
-
-    for column, counts in unknown.items():
-        rows, known = sum(counts.values()), encoding.categories[column]
-        values = named(sorted(counts, key=counts.get, reverse=True))
-        warnings.warn(f"column {column!r}: {rows:,} {rows_word}{'s hold' if rows > 1 else ' holds'} {len(values)} "
-                      f"categor{'ies' if len(values) > 1 else 'y'} {lacking} ({listing(values, 5)}); the model sees "
-                      f"{'those rows' if rows > 1 else 'that row'} as none of the column's {len(known)} categories "
-                      f"({listing(named(known), 5)}).", UserWarning, stacklevel=2)
-
-
 def predict_command(args):
     """``rffkit predict``: see ``rffkit predict --help``."""
     import pyarrow as pa
@@ -297,7 +279,7 @@ def predict_command(args):
         finally:
             if writer is not None:
                 writer.close()
-    _warn_unknown(unknown, encoding)
+    warn_unknown_categories(unknown, encoding)
     what = "predictions" + (" and class probabilities" if args.proba else "")
     print(f"wrote {written} {what} to {args.output}")
     return 0
@@ -323,7 +305,7 @@ def score_command(args):
         if meta["task"] == "regression" and y.dtype.kind not in "fiub":
             raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
         score.add(model, chunk.X, y)
-    _warn_unknown(unknown, source.encoding)
+    warn_unknown_categories(unknown, source.encoding)
     result = {"model_file": args.model, "data": source.files, "target": target, "task": meta["task"],
               "n_rows": score.n, "n_rows_dropped": source.n_dropped, "score": score.result(),
               "held_out_score_at_fit": meta.get("score")}

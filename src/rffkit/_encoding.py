@@ -38,7 +38,7 @@ from ._io_base import (
     warn_user,
 )
 
-__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "MISSING"]
+__all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "warn_unknown_categories", "MISSING"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
@@ -356,6 +356,22 @@ class ColumnEncoding:
                 f"{len(value_set)}: {listing(self.categories[column], 5)}); refit the encoding or "
                 "use handle_unknown='ignore'.")
         block[index[known], np.flatnonzero(known)] = 1.0
+
+
+def warn_unknown_categories(unknown, encoding, rows_word="row", lacking="the model was not fitted on"):
+    """One warning per one-hot encoded column whose data held categories ``encoding`` does not know
+    (``unknown``, as :meth:`ColumnEncoding.transform` fills it): how many rows, the values, and the
+    column's categories, which those rows are none of."""
+    def named(values):
+        return [MISSING if value is None else value for value in values]
+
+    for column, counts in unknown.items():
+        rows, known = sum(counts.values()), encoding.categories[column]
+        values = named(sorted(counts, key=counts.get, reverse=True))
+        warn_user(f"column {column!r}: {rows:,} {rows_word}{'s hold' if rows > 1 else ' holds'} {len(values)} "
+                  f"categor{'ies' if len(values) > 1 else 'y'} {lacking} ({listing(values, 5)}); the model sees "
+                  f"{'those rows' if rows > 1 else 'that row'} as none of the column's {len(known)} categories "
+                  f"({listing(named(known), 5)}).")
 
 
 def _numbers_of_codes(value_set):

@@ -59,7 +59,9 @@ from ._streamed_heads import (
 from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
-from ._validation import check_columns_seen_in_fit, draw_seeds, resolve_device, standard_scale, torch_generator
+from ._validation import (
+    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, standard_scale, torch_generator,
+)
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
 from .io import ArraySource, TableSource
@@ -401,7 +403,7 @@ def _checked(estimator, X, y=None):
 def predict_stream(estimator, X):
     """Predictions for every row of a source, read chunk by chunk (all rows, whatever the rank)."""
     source = _checked(estimator, X)
-    parts = [estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) for chunk in source.iter_chunks()]
+    parts = [estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) for chunk in prediction_chunks(source)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -413,7 +415,7 @@ def score_stream(estimator, X, y=None):
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     residual = RunningMoments()
     sse = 0.0
-    for chunk in source.iter_chunks():
+    for chunk in prediction_chunks(source):
         y = numeric_target(owner, chunk.y)[:, 0]
         error = estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) - y
         sse += float(error @ error)

@@ -35,7 +35,9 @@ from ._sufficient import (
     streamed_loo,
     streamed_moments,
 )
-from ._validation import check_columns_seen_in_fit, check_input, resolve_device, seed_from_random_state
+from ._validation import (
+    check_columns_seen_in_fit, check_input, prediction_chunks, resolve_device, seed_from_random_state,
+)
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
 from .io import ArraySource, TableSource
@@ -251,7 +253,7 @@ def predict_stream(estimator, X):
     check_columns_seen_in_fit(estimator, source)
     block_rows = block_rows_for(estimator.coef_.shape[-1], np.dtype(source.dtype).itemsize)
     predictions = []
-    for chunk in source.iter_chunks():
+    for chunk in prediction_chunks(source):
         coef = estimator.coef_.astype(chunk.X.dtype, copy=False)
         intercept = np.asarray(estimator.intercept_, dtype=chunk.X.dtype)
         for _, _, Z in feature_blocks(estimator.features_.transform, chunk.X, block_rows):

@@ -29,6 +29,7 @@ from .exceptions import SmallSampleWarning
 
 __all__ = [
     "check_columns_seen_in_fit",
+    "prediction_chunks",
     "MIN_FIT_SAMPLES",
     "RELIABLE_SAMPLES",
     "RELIABLE_SAMPLES_PER_CLASS",
@@ -383,6 +384,22 @@ def as_tensor(array, *, dtype, device):
 def to_numpy(tensor):
     """Detach a tensor and return it as a NumPy array on the CPU."""
     return tensor.detach().cpu().numpy()
+
+
+def prediction_chunks(source):
+    """``source.iter_chunks()`` for a prediction or a score: all rows, whatever the rank. A
+    :class:`TableSource` opened with the model's encoding tallies the categories that encoding
+    does not know, and one warning per such column follows the pass (the rows are none of its
+    categories, as ``handle_unknown='ignore'`` says), as the command line's ``predict`` gives."""
+    from ._encoding import warn_unknown_categories
+    from .io import TableSource
+
+    if not isinstance(source, TableSource):
+        yield from source.iter_chunks()
+        return
+    unknown = {}
+    yield from source.iter_chunks(unknown=unknown)
+    warn_unknown_categories(unknown, source.encoding)
 
 
 def check_columns_seen_in_fit(estimator, source, method="predict"):
