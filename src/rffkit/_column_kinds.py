@@ -5,7 +5,8 @@ A file's column is numbers, booleans, text, a date or time, or unsupported
 (:func:`merge_kinds`); :func:`numbers` turns a numeric, boolean or time column into the
 float64 values of the feature matrix (:func:`text_numbers` those written as text), and
 :func:`as_text` any of them into the text of its values, for a column of codes to be one-hot
-encoded (:func:`category_text` for one value; :func:`number_text` for codes written as text).
+encoded (:func:`category_text` for one value; :func:`number_text` and :func:`codes_as_numbers`
+for codes written as text).
 Dates that a file writes as text in another form than ISO 8601's (which CSV readers parse), such
 as 01/31/2020, are found by :func:`date_format` and read by :func:`text_dates`. What a chunk of a
 text column holds: :func:`text_values` (its distinct values and their rows), and
@@ -27,9 +28,9 @@ from ._io_base import (
     check_finite, check_no_nulls, short,
 )
 
-__all__ = ["TIME_UNITS", "as_text", "category_text", "column_kind", "date_columns", "date_format", "merge_kinds",
-           "number_text", "numbers", "target_present", "target_values", "text_column_numbers", "text_dates",
-           "text_numbers", "text_reads_as_numbers", "text_values"]
+__all__ = ["TIME_UNITS", "as_text", "category_text", "codes_as_numbers", "column_kind", "date_columns", "date_format",
+           "merge_kinds", "number_text", "numbers", "target_present", "target_values", "text_column_numbers",
+           "text_dates", "text_numbers", "text_reads_as_numbers", "text_values"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -132,6 +133,15 @@ def number_text(array):
     is_number = pc.fill_null(pc.match_substring_regex(array, _NUMBER), False)
     written = pc.utf8_trim_whitespace(pc.if_else(is_number, array, pa.scalar(None, array.type)))
     return as_text(pc.cast(written, pa.float64()))
+
+
+def codes_as_numbers(value_set):
+    """The categories ``value_set`` as :func:`number_text` writes the numbers among them ("4.0" as
+    "4"), for new values that write a known code as another number; null for the other categories
+    and for codes with a leading zero ("007"), which are text, never a number."""
+    text = pc.cast(value_set, pa.string())
+    padded = pc.fill_null(pc.match_substring_regex(pc.utf8_trim_whitespace(text), r"^[+-]?0[0-9]"), False)
+    return pc.if_else(padded, pa.scalar(None, pa.string()), number_text(text))
 
 
 #: A date written as text: year first (2020-1-31, 2020/01/31) or last (31/01/2020, 01/31/2020,

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._column_kinds import (
-    TIME_UNITS, as_text, category_text, column_kind, number_text, numbers, text_column_numbers, text_values,
+    TIME_UNITS, as_text, category_text, codes_as_numbers, column_kind, number_text, numbers, text_column_numbers,
+    text_values,
 )
 from ._io_base import (
     LEAVE_OUT,
@@ -341,7 +342,7 @@ class ColumnEncoding:
         index = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
         known = index >= 0
         if not known.all() and column_kind(array.type) == "categorical":  # "4.0" or " 4" for the code 4, "4" for "4.0"
-            written = pc.index_in(number_text(array), value_set=_numbers_of_codes(value_set), skip_nulls=True)
+            written = pc.index_in(number_text(array), value_set=codes_as_numbers(value_set), skip_nulls=True)
             index[~known] = np.asarray(pc.fill_null(written, -1).to_numpy(zero_copy_only=False))[~known]
             known = index >= 0
         if unknown is not None and not known.all():
@@ -372,15 +373,6 @@ def warn_unknown_categories(unknown, encoding, rows_word="row", lacking="the mod
                   f"categor{'ies' if len(values) > 1 else 'y'} {lacking} ({listing(values, 5)}); the model sees "
                   f"{'those rows' if rows > 1 else 'that row'} as none of the column's {len(known)} categories "
                   f"({listing(named(known), 5)}).")
-
-
-def _numbers_of_codes(value_set):
-    """The categories ``value_set`` as :func:`~rffkit._column_kinds.number_text` writes the numbers
-    among them ("4.0" as "4"), for new values that write a known code as another number; null for
-    the other categories and for codes with a leading zero ("007"), which are text, never a number."""
-    text = pc.cast(value_set, pa.string())
-    padded = pc.fill_null(pc.match_substring_regex(pc.utf8_trim_whitespace(text), r"^[+-]?0[0-9]"), False)
-    return pc.if_else(padded, pa.scalar(None, pa.string()), number_text(text))
 
 
 def row_mask(learn_rows, rows):
