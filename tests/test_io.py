@@ -810,12 +810,13 @@ def test_dates_written_as_text_are_days_since_1970(tmp_path):
     pq.write_table(pa.table({"day": iso, "y": np.arange(6.0)}), tmp_path / "iso.parquet")  # text in Parquet
     from_parquet = next(open_table(tmp_path / "iso.parquet", target="y").iter_chunks()).X[:, 0]
     np.testing.assert_array_equal(from_parquet, expected)
-    # new data: the dates as dates (a CSV reader's ISO), or as text in the encoding's form; another form is an error
-    for day in (pa.array(dates.astype("datetime64[D]")), pa.array(us)):
+    # new data: the dates as dates (a CSV reader's ISO), as text in the encoding's form or as ISO text (which a
+    # Parquet file keeps as text); another form is an error
+    for day in (pa.array(dates.astype("datetime64[D]")), pa.array(us), pa.array(iso), pa.array(us[:3] + iso[3:])):
         np.testing.assert_array_equal(source.encoding.transform({"day": day})[:, 0], expected)
-    with pytest.raises(DataSourceError, match=r"column 'day' holds '2020-01-01' at row 1, where the encoding "
+    with pytest.raises(DataSourceError, match=r"column 'day' holds '31.01.2020' at row 1, where the encoding "
                                               r"expects a date written %m/%d/%Y"):
-        source.encoding.transform({"day": ["1/31/2020", "2020-01-01"]})
+        source.encoding.transform({"day": ["1/31/2020", "31.01.2020"]})
     # a missing date: an error, or with missing='encode' the mean date and an indicator
     pa_csv.write_csv(pa.table({"day": us[:5] + [None], "y": np.arange(6.0)}), tmp_path / "gap.csv")
     with pytest.raises(MissingValueError, match="column 'day' holds a missing value"):

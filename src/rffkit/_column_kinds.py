@@ -220,16 +220,28 @@ def date_columns(batch, rows, columns):
     return formats
 
 
+#: The forms of ISO 8601 that a CSV reader parses as dates, which new data may also give as text
+#: for a column whose dates the encoding reads in another form (a CSV file would hold them as dates).
+_ISO_FORMS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M")
+
+
 def text_dates(array, format):
     """The days since 1970-01-01 (as :func:`numbers` gives a date) of the dates a text column writes
-    in ``format`` (:func:`date_format`), NaN where a value is missing or empty; None where a value is
-    no date in that format, or no day of the calendar (:func:`_dates_exist`)."""
+    in ``format`` (:func:`date_format`), or as ISO 8601 text where ``format`` is no form of
+    ISO's year-month-day order; NaN where a value is missing or empty; None where a value is no
+    date in those forms, or no day of the calendar (:func:`_dates_exist`)."""
     text = pc.utf8_trim_whitespace(as_text(array))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
-    parsed = pc.strptime(text, format=format, unit="s", error_is_null=True)
-    if parsed.null_count != text.null_count or not _dates_exist(text, format):
-        return None
-    return numbers(parsed)
+    parsed, rest = None, text
+    for form in (format,) if format.startswith("%Y-") else (format, *_ISO_FORMS):
+        read = pc.strptime(rest, format=form, unit="s", error_is_null=True)
+        if not _dates_exist(pc.if_else(pc.is_valid(read), rest, pa.scalar(None, pa.string())), form):
+            return None
+        parsed = read if parsed is None else pc.coalesce(parsed, read)
+        rest = pc.if_else(pc.is_null(parsed), text, pa.scalar(None, pa.string()))
+        if rest.null_count == len(rest):
+            break
+    return None if parsed.null_count != text.null_count else numbers(parsed)
 
 
 def _dates_exist(text, format):
@@ -267,7 +279,8 @@ def text_column_numbers(array, column, rows, date_format=None):
             raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
                                   f"written {date_format} as the column's dates are, but no day of the calendar; "
                                   f"correct the value, or {LEAVE_OUT}.")
-        expected = "a number" if date_format is None else f"a date written {date_format}, as the column's dates are"
+        expected = ("a number" if date_format is None else f"a date written {date_format}, as the column's dates are"
+                    + ("" if date_format.startswith("%Y-") else ", or in ISO 8601's 2020-01-31"))
         raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
                               f"where the encoding expects {expected}; correct the value, or refit the encoding on "
                               "these data.")
