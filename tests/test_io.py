@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rffkit import _streaming, io
-from rffkit._column_kinds import date_format
+from rffkit._column_kinds import date_format, text_dates
 from rffkit._streaming import BottomKSample, RunningMoments, rechunk, validation_mask
 from rffkit.io import (
     ArraySource,
@@ -766,6 +766,10 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     X = learned.transform({"code": ["4", " 1", "4.00", "7", "x"]}, unknown=unknown)
     np.testing.assert_array_equal(X, [[0, 1, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0]])
     assert unknown == {"code": {"7": 1}}  # '007' is text, not the number 7
+    long = ColumnEncoding(["code"], {"code": ["12345678901234567", "x"]})  # past 2**53: no float rounds them together
+    unknown = {}
+    assert not long.transform({"code": ["12345678901234568"]}, unknown=unknown).any()
+    assert unknown == {"code": {"12345678901234568": 1}}
 
 
 @pytest.mark.parametrize("texts, expected", [
@@ -784,6 +788,7 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
                                       "'1-2-2020')", [])),  # two separators
     (["1/31/2020", "13/1/2020"], (None, "they are dates written day first (such as '13/1/2020') and month first "
                                         "(such as '1/31/2020')", [])),
+    (["1-2-3", "1/2/3"], (None, None, [])),  # no four-digit year: no dates, in one form or two
     (["1/2/20", "13/2/20"], (None, None, [])),  # two-digit years: the century is a guess
     (["red", "1/13/2020"], (None, None, [])),
     ([f"1/{day}/2020" for day in range(1, 22)] + ["soon"], ("%m/%d/%Y", None, ["soon"])),  # a placeholder
@@ -874,6 +879,10 @@ def test_dates_that_do_not_exist_and_other_edges_of_dates_written_as_text(tmp_pa
     pa_csv.write_csv(pa.table({"d": ["01/31/2020", " 2/3/2020 "], "y": [1.0, 2.0]}), tmp_path / "padded.csv")
     np.testing.assert_array_equal(next(open_table(tmp_path / "padded.csv", target="y").iter_chunks()).X[:, 0],
                                   [18292.0, 18295.0])  # a leading zero or not, spaces around: the same dates
+    unpadded = ((["1/1/2020 0:30", "1/2/2020 9:05"], "%m/%d/%Y %H:%M", [18262 + 1 / 48, 18263 + 109 / 288]),
+                (["5 1 2020"], "%d %m %Y", [18266.0]), (["1/31/2020 9:00 AM"], "%m/%d/%Y %I:%M %p", [18292.375]))
+    for texts, form, days in unpadded:
+        np.testing.assert_allclose(text_dates(pa.array(texts), form), days)  # a field unpadded after a space
     spoilt = [f"1/{day}/2020" for day in range(1, 30)] + ["?"]
     for name, values in (("spoilt", spoilt), ("dates", spoilt[:-1])):
         pq.write_table(pa.table({"d": pa.array(values).dictionary_encode(), "y": np.arange(len(values), dtype=float)}),

@@ -17,7 +17,6 @@ text column holds: :func:`text_values` (its distinct values and their rows), and
 from __future__ import annotations
 
 import re
-import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +24,7 @@ import pyarrow.compute as pc
 
 from ._io_base import (
     DROP_TARGET, LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, NumbersInText, at_row,
-    check_finite, check_no_nulls, short,
+    check_finite, check_no_nulls, short, warn_user,
 )
 
 __all__ = ["TIME_UNITS", "as_text", "category_text", "codes_as_numbers", "column_kind", "date_columns", "date_format",
@@ -128,9 +127,11 @@ _NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 
 def number_text(array):
     """For each value of a text column that writes a number, the text :func:`as_text` gives that
-    number ("4.0", " 4" and "4e0" are "4"); null for the others and for missing values."""
+    number ("4.0", " 4" and "4e0" are "4"); null for the others, for missing values and for runs of
+    16 digits or more, which a float64 would round (two long codes would become one)."""
     array = as_text(array)
-    is_number = pc.fill_null(pc.match_substring_regex(array, _NUMBER), False)
+    is_number = pc.fill_null(pc.and_(pc.match_substring_regex(array, _NUMBER),
+                                     pc.invert(pc.match_substring_regex(array, r"[0-9]{16}"))), False)
     written = pc.utf8_trim_whitespace(pc.if_else(is_number, array, pa.scalar(None, array.type)))
     return as_text(pc.cast(written, pa.float64()))
 
@@ -166,6 +167,8 @@ def date_format(texts):
     matches = [match for match, _ in found if match]
     others = [text for match, text in found if not match]
     if not matches or (others and (len(matches) <= NUMBERS_IN_TEXT_MIN or len(matches) < 9 * len(others))):
+        return None, None, []
+    if not all(len(m.group(1)) == 4 or len(m.group(4)) == 4 for m in matches):  # 1-2-3: no year, no date
         return None, None, []
     first = matches[0]
 
@@ -214,9 +217,9 @@ def date_columns(batch, rows, columns):
         if format_ is not None:
             formats[column] = format_
         elif doubt is not None:
-            warnings.warn(f"column {column!r} is read as text, a category per value: {doubt}. Name the form to read "
-                          f"them as dates: dates={{{column!r}: FORM}} in Python, --dates '{column}=FORM' on the "
-                          "command line.", UserWarning, stacklevel=4)
+            warn_user(f"column {column!r} is read as text, a category per value: {doubt}. Name the form to read "
+                      f"them as dates: dates={{{column!r}: FORM}} in Python, --dates '{column}=FORM' on the "
+                      "command line.")
     return formats
 
 
@@ -235,7 +238,7 @@ def text_dates(array, format):
     parsed, rest = None, text
     for form in (format,) if format.startswith("%Y-") else (format, *_ISO_FORMS):
         read = pc.strptime(rest, format=form, unit="s", error_is_null=True)
-        if not _dates_exist(pc.if_else(pc.is_valid(read), rest, pa.scalar(None, pa.string())), form):
+        if not _dates_exist(rest, read, form):
             return None
         parsed = read if parsed is None else pc.coalesce(parsed, read)
         rest = pc.if_else(pc.is_null(parsed), text, pa.scalar(None, pa.string()))
@@ -244,21 +247,24 @@ def text_dates(array, format):
     return None if parsed.null_count != text.null_count else numbers(parsed)
 
 
-def _dates_exist(text, format):
-    """Whether each distinct date of ``text`` (trimmed, empty ones null) writes back as itself in
-    ``format``: Arrow's ``strptime`` moves a day past the month's end on (02/30/2020 is read as
-    03/01/2020, 2020013 with ``%Y%m%d`` as 2020-01-03), where such a value is no date. Texts are
-    compared without case, spaces and leading zeros; a format with a time zone is not checked."""
+def _dates_exist(text, parsed, format):
+    """Whether each date of ``text`` that ``parsed`` (its ``strptime`` in ``format``) reads writes
+    back as itself in ``format``: Arrow's ``strptime`` moves a day past the month's end on
+    (02/30/2020 is read as 03/01/2020, 2020013 with ``%Y%m%d`` as 2020-01-03), where such a value
+    is no date. Such a date lands on the 1st to 3rd of a month, so only those are written back
+    (all of them for a day of the year, ``%j``); texts are compared without case, leading zeros
+    and spaces; a format with a time zone is not checked."""
     if "%z" in format or "%Z" in format:
         return True
-    distinct = pc.unique(text).drop_null()
+    suspect = pc.less_equal(pc.day(parsed), 3) if "%j" not in format else pc.is_valid(parsed)
+    distinct = pc.unique(text.filter(pc.fill_null(suspect, False)))
     if len(distinct) == 0:
         return True
     written = pc.strftime(pc.strptime(distinct, format=format, unit="s"), format=format, locale="C")
 
-    def canonical(values):
-        values = pc.replace_substring_regex(pc.utf8_lower(values), r"\s+", "")
-        return pc.replace_substring_regex(values, r"(^|[^0-9])0+([0-9])", r"\1\2")
+    def canonical(values):  # leading zeros first: '2020 09:30' is '2020 9:30', not '202009:30'
+        values = pc.replace_substring_regex(pc.utf8_lower(values), r"(^|[^0-9])0+([0-9])", r"\1\2")
+        return pc.replace_substring_regex(values, r"\s+", "")
 
     return pc.all(pc.equal(canonical(distinct), canonical(written))).as_py() is not False
 
