@@ -839,6 +839,12 @@ def test_dates_written_as_text_are_days_since_1970(tmp_path):
                                          r"whose day and month .* written '%d/%m/%Y' or '%m/%d/%Y'. Name the form to "
                                          r"read them as dates: dates=\{'day': FORM\} in Python, --dates 'day=FORM'"):
         assert open_table(tmp_path / "doubt.csv", target="y").feature_names == ["day=1/2/2020", "day=3/4/2020"]
+    # day and month told apart only past the first chunk (a file of times that starts on the 1st): found there
+    later = ["1/2/2020", "3/4/2020"] * 3 + ["1/13/2020"]
+    pa_csv.write_csv(pa.table({"day": later, "y": np.arange(7.0)}), tmp_path / "later.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert open_table(tmp_path / "later.csv", target="y", chunk_rows=4).encoding.dates == {"day": "%m/%d/%Y"}
     # the form given: text, or numbers such as 20200131; only for feature columns that no other option names
     named = open_table(tmp_path / "doubt.csv", target="y", dates={"day": "%d/%m/%Y"})
     np.testing.assert_array_equal(next(named.iter_chunks()).X[:2, 0], [18293.0, 18355.0])  # 1 Feb and 3 Apr 2020

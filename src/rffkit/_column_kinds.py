@@ -29,7 +29,7 @@ from ._io_base import (
 
 __all__ = ["TIME_UNITS", "as_text", "category_text", "codes_as_numbers", "column_kind", "date_columns", "date_format",
            "merge_kinds", "number_text", "numbers", "target_present", "target_values", "text_column_numbers",
-           "text_dates", "text_numbers", "text_reads_as_numbers", "text_values"]
+           "text_dates", "text_numbers", "text_reads_as_numbers", "text_values", "warn_date_doubt"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -200,15 +200,18 @@ def date_format(texts):
     return separator.join((*order, "%Y")) + clock, None, others
 
 
-def date_columns(batch, rows, columns):
-    """The text ``columns`` of a file's first chunk (``batch``, its global ``rows``) that write
-    dates only, with their formats (:func:`date_format`): column to format. A column of dates whose
-    day and month no value tells apart draws a warning (it stays text), one of dates and a few
+def date_columns(batch, rows, columns, seen):
+    """``(formats, doubts)``: the text ``columns`` of a chunk (``batch``, its global ``rows``) that
+    write dates only, with their formats (:func:`date_format`), and those whose dates leave day and
+    month, or their form, in doubt, with why. ``seen`` maps a column to the distinct texts of the
+    chunks looked at before, which join this chunk's (it is updated). A column of dates and a few
     other values is a :class:`DataSourceError` that quotes them."""
-    formats = {}
+    formats, doubts = {}, {}
     for column in columns if batch.num_rows else ():
         values = as_text(batch.column(column))  # a dictionary column as its values
-        format_, doubt, others = date_format(text for text in pc.unique(values).to_pylist() if text and text.strip())
+        texts = seen.setdefault(column, {})
+        texts.update(dict.fromkeys(text for text in pc.unique(values).to_pylist() if text and text.strip()))
+        format_, doubt, others = date_format(texts)
         if others:
             quoted = ", ".join(f"{short(text)} (row {rows[pc.index(values, text).as_py()]})" for text in others[:5])
             raise DataSourceError(f"column {column!r} holds dates written {format_} and {len(others)} other "
@@ -217,10 +220,14 @@ def date_columns(batch, rows, columns):
         if format_ is not None:
             formats[column] = format_
         elif doubt is not None:
-            warn_user(f"column {column!r} is read as text, a category per value: {doubt}. Name the form to read "
-                      f"them as dates: dates={{{column!r}: FORM}} in Python, --dates '{column}=FORM' on the "
-                      "command line.")
-    return formats
+            doubts[column] = doubt
+    return formats, doubts
+
+
+def warn_date_doubt(column, doubt):
+    """The warning of a text column of dates left as text: why (:func:`date_format`), and the way out."""
+    warn_user(f"column {column!r} is read as text, a category per value: {doubt}. Name the form to read them as "
+              f"dates: dates={{{column!r}: FORM}} in Python, --dates '{column}=FORM' on the command line.")
 
 
 #: The forms of ISO 8601 that a CSV reader parses as dates, which new data may also give as text

@@ -24,7 +24,9 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
-from ._column_kinds import TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers
+from ._column_kinds import (
+    TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers, warn_date_doubt,
+)
 from ._io_base import (
     LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing, public_in_io, short,
 )
@@ -239,6 +241,10 @@ def _segment_rows(position, count, starts, lengths):
     return positions - (ends[segment] - lengths[segment]) + starts[segment]
 
 
+#: The distinct values of a column of dates in doubt that the finding of dates looks at, at most.
+_DOUBT_TEXTS = 100_000
+
+
 @dataclass
 class TableLayout:
     """The files of a table, their schemas, and (Parquet) their row-group sizes."""
@@ -330,17 +336,25 @@ class TableLayout:
         return {str(name): format_ for name, format_ in dates.items()}
 
     def text_dates(self, columns, chunk_rows):
-        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, each on the first chunk
-        where it holds a value (a CSV column empty in the reader's first block is text, and may be dates)."""
-        formats, waiting = {}, list(columns)
+        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, each from the first chunk
+        where it holds a value (a CSV column empty in the reader's first block may be dates); one in
+        doubt is looked at with the next chunks too (a file of times may start with a month's first
+        days), until a value tells day and month apart, ``_DOUBT_TEXTS`` or the file's end."""
+        formats, doubts, seen, waiting = {}, {}, {}, list(columns)
         types = self.read_types(dict.fromkeys(columns, "categorical"))
         for batch, rows in self.batches(columns, chunk_rows, 0, 1, types):
             ready = [column for column in waiting if pc.max(pc.utf8_length(pc.utf8_trim_whitespace(
                 as_text(batch.column(column))))).as_py()]
-            formats.update(date_columns(batch, rows, ready))
+            found, doubted = date_columns(batch, rows, ready + list(doubts), seen)
+            formats.update(found)
+            doubts = doubted  # a column that was in doubt and is not now: dates found, or no dates
             waiting = [column for column in waiting if column not in ready]
-            if not waiting:
+            for column in [column for column in doubts if len(seen[column]) > _DOUBT_TEXTS]:
+                warn_date_doubt(column, doubts.pop(column))
+            if not waiting and not doubts:
                 break
+        for column, doubt in doubts.items():
+            warn_date_doubt(column, doubt)
         return formats
 
     def checked_kinds(self, encoding, target, chunk_rows):
