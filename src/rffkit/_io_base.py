@@ -306,8 +306,18 @@ def warn_row_numbers(batches, columns, screen_rows):
     a look at the first ``screen_rows`` rows, then, for a column that holds the row numbers there,
     a pass over that column alone, so that a count which starts again further down is no row label.
     ``batches(columns)`` yields ``(batch, rows)`` pairs of a pass over ``columns``."""
+    checks, whole = _row_number_checks(batches(columns), columns, screen_rows)
+    if checks and not whole:
+        checks, _ = _row_number_checks(batches(list(checks)), list(checks))
+    for check in checks.values():
+        check.warn()
+
+
+def _row_number_checks(batches, columns, stop_rows=None):
+    """``(checks, whole)``: the :class:`RowNumbers` checks of ``columns`` still standing after
+    ``batches``, read to their end (``whole``) or until none stands or ``stop_rows`` rows are read."""
     checks, read = {column: RowNumbers(column) for column in columns}, 0
-    for batch, rows in batches(columns):
+    for batch, rows in batches:
         for column, check in checks.items():
             values = batch.column(column)
             numeric = pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
@@ -315,19 +325,6 @@ def warn_row_numbers(batches, columns, screen_rows):
                          rows if numeric else None)
         read += batch.num_rows
         checks = {column: check for column, check in checks.items() if check.starts}
-        if read >= screen_rows or not checks:
-            break
-    else:  # the whole table was read
-        for check in checks.values():
-            check.warn()
-        return
-    suspects = list(checks)
-    if suspects:
-        checks = {column: RowNumbers(column) for column in suspects}
-        for batch, rows in batches(suspects):
-            for column, check in checks.items():
-                check.update(np.asarray(batch.column(column).to_numpy(zero_copy_only=False), dtype=np.float64), rows)
-            if not any(check.starts for check in checks.values()):
-                return
-        for check in checks.values():
-            check.warn()
+        if not checks or (stop_rows is not None and read >= stop_rows):
+            return checks, False
+    return checks, True

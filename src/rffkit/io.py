@@ -212,9 +212,7 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
         source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
     numeric = [name for name in features if kinds[name] in ("integer", "float") and name not in codes]
     if missing != "encode" and numeric and not given:  # not read to learn: a look for a row label (warn_row_numbers)
-        def batches(names):
-            return layout.batches(names, options["chunk_rows"], 0, 1, layout.read_types({n: kinds[n] for n in names}))
-
         with contextlib.suppress(LateTextError):  # text in a number column: the read of the chunks names it
-            warn_row_numbers(batches, numeric, options["chunk_rows"])
+            warn_row_numbers(lambda names: source._raw_batches(names, source.chunk_rows, 0, 1), numeric,
+                             source.chunk_rows)
     return source
