@@ -21,6 +21,8 @@ def folder(tmp_path):
     x, z = rng.normal(size=60), rng.normal(size=60)
     pa_csv.write_csv(pa.table({"x": x, "z": z, "colour": rng.choice(["a", "b"], 60), "y": x + z}),
                      tmp_path / "data.csv")
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "colour": ["a"] * 60, "predicted_y": np.arange(60)}),
+                     tmp_path / "ids.csv")
     (tmp_path / "empty.csv").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("x,y\n1,2\n")
     with_nan = pa.table({"x": [1.0, 2.0, 3.0], "y": [1.0, float("nan"), 3.0]})
@@ -92,11 +94,23 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
     (("info", "{d}/bare.rffkit"), ["holds a RFFRidge saved by rffkit.save, not a model written by rffkit fit"]),
     (("info", "{d}/missing.rffkit"), ["no model file at"]),
     (("relevances", "{d}/ridge.rffkit"), ["RFFRidge, which learns no relevance per column"]),
+    # an output path that would replace an input, or cannot be written, is refused before the work
+    (("fit", "{d}/data.csv", "--target", "y", "--output", "{d}/data.csv"),
+     ["--output '{d}/data.csv' is the input file", "give another file name"]),
+    (PREDICT + ("{d}/data.csv", "--output", "{d}/data.csv"), ["--output '{d}/data.csv' is the input file"]),
+    (("relevances", "{d}/ridge.rffkit", "--plot", "{d}/ridge.rffkit"), ["--plot '{d}/ridge.rffkit' is the input"]),
+    (("fit", "{d}/data.csv", "--target", "y", "--output", "{d}"), ["--output '{d}' is a folder"]),
+    (PREDICT + ("{d}/data.csv", "--output", "{d}/shards.csv"), ["--output '{d}/shards.csv' is a folder"]),
+    (("demo", "--plot", "{d}/nowhere/r.png"), ["--plot '{d}/nowhere/r.png': the folder", "does not exist"]),
+    (("demo", "--dir", "{d}/data.csv"), ["--dir '{d}/data.csv' is a file"]),
+    (PREDICT + ("{d}/ids.csv", "--id", "predicted_y", "--output", "{d}/p.csv"),
+     ["--id 'predicted_y': the output has a column of that name already"]),
 ])
 def test_error(folder, capsys, argv, expected):
+    (folder / "shards.csv").mkdir()
     err = _fails(capsys, folder, *argv)
     for text in expected:
-        assert text in err
+        assert text.format(d=folder) in err
 
 
 def test_a_failed_fit_keeps_the_old_model(folder, capsys):

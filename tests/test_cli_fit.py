@@ -620,3 +620,32 @@ def test_score_rates_a_saved_model_on_labelled_files(table_csv, tmp_path, capsys
     pa_csv.write_csv(pa.table({k: v for k, v in _columns().items() if k != "colour"}), tmp_path / "new.csv")
     assert cli.main(["score", str(tmp_path / "c.rffkit"), str(tmp_path / "new.csv")]) == 2
     assert "the data do not hold the target: target column 'colour' is not in" in capsys.readouterr().err
+
+
+def test_predict_copies_identifiers_as_written(tmp_path, capsys):
+    """--id columns are copied as the text of the CSV fields (leading zeros, exponents and codes past 2**63
+    kept), and as text where the shards disagree on their type; a Parquet column keeps its type."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=40)
+    codes = ["007", "1e3", "18446744073709551617", "18446744073709551618"] * 10
+    pa_csv.write_csv(pa.table({"code": codes, "x": x, "y": 2 * x}), tmp_path / "a.csv")
+    _run(capsys, "fit", tmp_path / "a.csv", "--target", "y", "--model", "ridge", "--exclude", "code",
+         "--output", tmp_path / "m.rffkit")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "a.csv", "--id", "code", "--output", tmp_path / "p.csv")
+    as_text = pa_csv.ConvertOptions(column_types={"code": pa.string()})
+    written = pa_csv.read_csv(tmp_path / "p.csv", convert_options=as_text)
+    assert written["code"].to_pylist() == codes
+    (tmp_path / "shards").mkdir()
+    pa_csv.write_csv(pa.table({"code": np.arange(20), "x": x[:20]}), tmp_path / "shards" / "0.csv")
+    pa_csv.write_csv(pa.table({"code": codes[20:], "x": x[20:]}), tmp_path / "shards" / "1.csv")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "shards", "--id", "code", "--output", tmp_path / "s.pq")
+    assert pq.read_table(tmp_path / "s.pq")["code"].to_pylist() == [str(i) for i in range(20)] + codes[20:]
+    for part, values in enumerate((np.arange(20), codes[20:])):
+        pq.write_table(pa.table({"code": values, "x": x[20 * part:20 * part + 20]}), tmp_path / f"{part}.parquet")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "*.parquet", "--id", "code",
+         "--output", tmp_path / "t.pq")
+    assert pq.read_table(tmp_path / "t.pq")["code"].to_pylist() == [str(i) for i in range(20)] + codes[20:]
+    pq.write_table(pa.table({"code": np.arange(40), "x": x}), tmp_path / "1.parquet")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "1.parquet", "--id", "code",
+         "--output", tmp_path / "u.pq")
+    assert pq.read_table(tmp_path / "u.pq")["code"].type == pa.int64()

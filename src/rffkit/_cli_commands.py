@@ -163,9 +163,20 @@ def _date_forms(dates):
 
 
 def _check_output_folder(path, option="--output"):
+    """Refuse, before any work, an output path that cannot be written: a folder, or in a missing folder."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
+    if os.path.isdir(path):
+        raise CommandLineError(f"{option} {path!r} is a folder; give a file name.")
+
+
+def _refuse_overwriting(path, inputs, option="--output"):
+    """Refuse an output path that names one of the command's input files, which it would replace."""
+    for name in inputs:
+        if os.path.exists(path) and os.path.samefile(path, name):
+            raise CommandLineError(f"{option} {path!r} is the input file {name!r}, which the output would "
+                                   "replace; give another file name.")
 
 
 def _backend(device):
@@ -191,6 +202,7 @@ def fit_command(args):
                             dtype=dtype, missing=args.missing,
                             drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
+        _refuse_overwriting(args.output, source.files)
         kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
         if n_rows == 0:
             raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
@@ -231,12 +243,26 @@ def fit_command(args):
     return 0
 
 
-def _read_columns(source, columns):
-    """The columns ``columns`` of every file of ``source``, in its row order, as one Arrow table."""
+def _read_ids(source, columns, outputs):
+    """The ``--id`` columns of every file of ``source``, in its row order, as one Arrow table: each
+    as written (a CSV's as text), and as integers where every text is an integer's own (no leading
+    zero or sign, within int64), so that identifiers are copied exactly."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    taken = sorted(set(columns) & set(outputs))
+    if taken:
+        raise CommandLineError(f"--id {listing(taken)}: the output has a column of that name already "
+                               f"({listing(outputs)}); rename the column in the data.")
     try:
-        return source.read_columns(columns)
+        table = source.read_columns(columns, text=True)
     except DataSourceError as error:
         raise CommandLineError(f"--id: {error}") from None
+    for j, column in enumerate(table.columns):
+        if pa.types.is_string(column.type) and pc.all(pc.match_substring_regex(
+                column, r"^(0|[1-9][0-9]{0,17})$")).as_py() is not False:
+            table = table.set_column(j, table.field(j).name, pc.cast(column, pa.int64()))
+    return table
 
 
 def predict_command(args):
@@ -258,8 +284,10 @@ def predict_command(args):
         source = open_table(args.data, encoding=encoding, delimiter=args.delimiter, decimal=args.decimal)
     except ColumnNotFoundError as error:
         raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
-    ids = _read_columns(source, args.id) if args.id else None
+    _refuse_overwriting(args.output, [args.model, *source.files])
     name = f"predicted_{meta['target']}"
+    outputs = [name, *(f"proba_{label}" for label in meta["classes"])] if args.proba else [name]
+    ids = _read_ids(source, args.id, outputs) if args.id else None
     written, writer, unknown = 0, None, {}
     with replaced_atomically(args.output) as temporary:
         try:
@@ -327,6 +355,7 @@ def relevances_command(args):
         raise CommandLineError(f"--top must be a positive number; got {args.top}.")
     if args.plot:
         _check_output_folder(args.plot, "--plot")
+        _refuse_overwriting(args.plot, [args.model], "--plot")
         try:
             from matplotlib.figure import Figure
         except ImportError:
@@ -382,5 +411,9 @@ def info_command(args):
 
 def demo_command(args):
     """``rffkit demo``: see ``rffkit demo --help``."""
+    if args.plot:
+        _check_output_folder(args.plot, "--plot")
+    if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
+        raise CommandLineError(f"--dir {args.dir!r} is a file; give a folder (it is made if missing).")
     demo(args.n_samples, args.random_state, args.plot, args.dir)
     return 0

@@ -96,6 +96,38 @@ class UnknownCategoryError(DataSourceError):
     """A category absent when the encoding was fitted, under ``handle_unknown='error'``."""
 
 
+class LateTextError(DataSourceError):
+    """A CSV column that held only numbers or empty fields in the file's first rows, where pyarrow
+    infers its type, holds text further down: ``column`` of the file ``path``, the first such
+    text ``value``."""
+
+    def __init__(self, message, path, column, value):
+        super().__init__(message)
+        self.path, self.column, self.value = path, column, value
+
+
+def read_error(path, exc, names=None):
+    """The :class:`DataSourceError` (:class:`LateTextError` for text in a column of numbers) of Arrow's
+    read error ``exc`` on the file ``path``; ``names``, the file's columns, name the column of a CSV error."""
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    value = re.search(r"conversion error.*invalid value '(.*)'$", message)
+    column = re.search(r"CSV column #(\d+)", message)
+    name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
+    if name is not None:
+        message += f" (column #{column.group(1)} is {name!r})"
+    if re.search(r"CSV parse error: .*Expected \d+ columns, got \d+", message):
+        message += ("; a row with another number of fields than the header: a stray delimiter or quote, or the "
+                    "fields are delimited by another character than the one guessed from the header (give it: "
+                    "delimiter= in Python, --delimiter on the command line)")
+    if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
+        message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
+                    f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
+                    "text")
+        if name is not None and value:
+            return LateTextError(f"cannot read {path!r}: {message}", path, name, value.group(1))
+    return DataSourceError(f"cannot read {path!r}: {message}")
+
+
 def short(value, limit=60):
     """``repr(value)``, cut to ``limit`` characters."""
     text = repr(value)

@@ -6,7 +6,8 @@ decimal point, and :func:`inspect_file` reads one file's schema (and Parquet row
 :class:`TableLayout` holds what was found; it merges the kinds of each column over the files,
 counts rows and yields each rank's record batches with their global row indices;
 :func:`target_values` and :func:`target_present` read a target column. Arrow's read errors
-become :class:`~rffkit.io.DataSourceError` naming the file (and, for CSV, the column).
+become :class:`~rffkit.io.DataSourceError` naming the file (and, for CSV, the column):
+:func:`~rffkit._io_base.read_error`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from ._column_kinds import (
     TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers, warn_date_doubt,
 )
 from ._io_base import (
-    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing, public_in_io, short,
+    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing, public_in_io, read_error, short,
 )
 
-__all__ = ["CSVDialect", "LateTextError", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file"]
+__all__ = ["CSVDialect", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -155,7 +156,7 @@ def _first_lines(path):
         with pa.input_stream(str(path), compression="detect") as stream:
             head = stream.read(65536)
     except (pa.ArrowException, OSError) as exc:
-        raise _read_error(path, exc) from None
+        raise read_error(path, exc) from None
     lines = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
     return lines[:-1] if len(head) == 65536 and len(lines) > 1 else lines
 
@@ -178,36 +179,6 @@ def _fragment(path, dialect, column_types=None, row_groups=None):
     return _csv_format(dialect, column_types).make_fragment(path, filesystem=_FILESYSTEM)
 
 
-class LateTextError(DataSourceError):
-    """A CSV column that held only numbers or empty fields in the file's first rows, where pyarrow
-    infers its type, holds text further down: ``column`` of the file ``path``, the first such
-    text ``value``."""
-
-    def __init__(self, message, path, column, value):
-        super().__init__(message)
-        self.path, self.column, self.value = path, column, value
-
-
-def _read_error(path, exc, names=None):
-    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    value = re.search(r"conversion error.*invalid value '(.*)'$", message)
-    column = re.search(r"CSV column #(\d+)", message)
-    name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
-    if name is not None:
-        message += f" (column #{column.group(1)} is {name!r})"
-    if re.search(r"CSV parse error: .*Expected \d+ columns, got \d+", message):
-        message += ("; a row with another number of fields than the header: a stray delimiter or quote, or the "
-                    "fields are delimited by another character than the one guessed from the header (give it: "
-                    "delimiter= in Python, --delimiter on the command line)")
-    if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
-        message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
-                    f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
-                    "text")
-        if name is not None and value:
-            return LateTextError(f"cannot read {path!r}: {message}", path, name, value.group(1))
-    return DataSourceError(f"cannot read {path!r}: {message}")
-
-
 def inspect_file(path, dialect):
     """Schema and Parquet row-group sizes of one file (Parquet when ``dialect`` is None, else CSV in
     that :class:`CSVDialect`), with readable errors."""
@@ -221,7 +192,7 @@ def inspect_file(path, dialect):
         metadata = fragment.metadata
         return schema, tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
     except (pa.ArrowException, OSError) as exc:
-        raise _read_error(path, exc) from None
+        raise read_error(path, exc) from None
 
 
 def _batches(fragment, columns, batch_rows, path, names=None):
@@ -230,7 +201,7 @@ def _batches(fragment, columns, batch_rows, path, names=None):
         yield from fragment.to_batches(columns=columns, batch_size=batch_rows,
                                        batch_readahead=1, fragment_readahead=1)
     except (pa.ArrowException, OSError) as exc:
-        raise _read_error(path, exc, names) from None
+        raise read_error(path, exc, names) from None
 
 
 def _segment_rows(position, count, starts, lengths):
@@ -437,18 +408,24 @@ class TableLayout:
                 try:
                     total += _fragment(path, self.dialect, column_types).count_rows()
                 except (pa.ArrowException, OSError) as exc:
-                    raise _read_error(path, exc) from None
+                    raise read_error(path, exc) from None
             self.n_rows = total
         return self.n_rows
 
-    def read_columns(self, columns):
-        """``columns`` of every file, in row order, as one Arrow table (read as their types infer)."""
+    def read_columns(self, columns, text=False):
+        """``columns`` of every file, in row order, as one Arrow table: as their types infer, or with
+        ``text`` a CSV's fields as written; shards that disagree on a type give text."""
         self._refuse_absent(columns, "the")
-        file_format = ds.ParquetFileFormat() if self.dialect is None else _csv_format(self.dialect)
-        try:
-            return ds.dataset(self.files, format=file_format, filesystem=_FILESYSTEM).to_table(columns=columns)
-        except (pa.ArrowException, OSError) as exc:
-            raise _read_error(self.files[0], exc) from None
+        tables = []
+        for path, schema in zip(self.files, self.schemas):
+            try:
+                types = dict.fromkeys(columns, pa.string()) if text else None
+                tables.append(_fragment(path, self.dialect, types).to_table(columns=columns))
+            except (pa.ArrowException, OSError) as exc:
+                raise read_error(path, exc, schema.names) from None
+        if len({table.schema for table in tables}) > 1:
+            tables = [table.cast(pa.schema([(c, pa.string()) for c in columns])) for table in tables]
+        return pa.concat_tables(tables)
 
     def has_rows(self, column):
         """CSV: whether any file holds a row, parsing ``column`` of at most one block a file."""
@@ -461,7 +438,7 @@ class TableLayout:
                     if any(batch.num_rows for batch in reader):
                         return True
             except (pa.ArrowException, OSError) as exc:
-                raise _read_error(path, exc) from None
+                raise read_error(path, exc) from None
         return False
 
     def batches(self, columns, batch_rows, rank, world_size, column_types):

@@ -142,25 +142,32 @@ class TableSource:
     def __iter__(self):
         return self.iter_chunks()
 
-    def read_columns(self, columns):
+    def read_columns(self, columns, text=False):
         """Read some columns of every file, features or not, in row order.
 
         Parameters
         ----------
         columns : list of str
             Columns of the files.
+        text : bool, default=False
+            Read a CSV file's fields as the text written there, so identifiers keep their
+            leading zeros and every digit; Parquet columns keep their types.
 
         Returns
         -------
         table : pyarrow.Table
-            Those columns as pyarrow reads them (their types inferred), all rows.
+            Those columns, all rows: as pyarrow reads them (a CSV column's type inferred from
+            its first rows), as text with ``text``, and as text where the files disagree on a
+            column's type.
 
         Raises
         ------
         ColumnNotFoundError
             A column is not in the files.
+        DataSourceError
+            A file cannot be read (a CSV column read as numbers holds text further down).
         """
-        return self._layout.read_columns(list(columns))
+        return self._layout.read_columns(list(columns), text=text)
 
     def with_encoding(self, encoding):
         """A source over the same files whose features are ``encoding.columns``, encoded by it.

@@ -162,7 +162,8 @@ def build_parser():
     predict.add_argument("data", nargs="+", metavar="DATA")
     predict.add_argument("--output", required=True, metavar="FILE", help=".csv or .parquet")
     predict.add_argument("--proba", action="store_true", help="add one probability column per class")
-    predict.add_argument("--id", nargs="+", metavar="COL", help="columns copied to the output")
+    predict.add_argument("--id", nargs="+", metavar="COL",
+                         help="columns copied to the output as written")
     _csv_options(predict)
     predict.set_defaults(run="predict_command")
 

@@ -26,6 +26,7 @@ from ._io_base import (
     Chunk,
     ColumnNotFoundError,
     DataSourceError,
+    LateTextError,
     MissingValueError,
     SchemaMismatchError,
     UnknownCategoryError,
@@ -34,7 +35,7 @@ from ._io_base import (
     short,
     warn_row_numbers,
 )
-from ._table_files import CSVDialect, LateTextError, TableLayout, csv_dialect, expand_paths, file_format, inspect_file
+from ._table_files import CSVDialect, TableLayout, csv_dialect, expand_paths, file_format, inspect_file
 from ._table_source import TableSource
 
 __all__ = [
