@@ -418,6 +418,9 @@ def test_bad_data_raises_and_leaves_estimator_unfitted(X, y, match):
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"solver": "newton"}, "solver"),
         ({"learning_rate": 0.0}, "learning_rate"),
+        ({"solver": "adam", "hidden_layer_sizes": (2.5,)}, "hidden_layer_sizes must hold positive integers"),
+        ({"solver": "adam", "hidden_layer_sizes": (True,)}, "hidden_layer_sizes must hold positive integers"),
+        ({"solver": "adam", "hidden_layer_sizes": (0,)}, "hidden_layer_sizes must hold positive integers"),
     ],
 )
 def test_invalid_hyper_parameters(params, match):
@@ -494,3 +497,44 @@ def test_the_head_is_refitted_on_every_row_at_the_penalty_the_validation_split_c
     kept.fit(X, y)
     np.testing.assert_array_equal(kept.relevances_, model.relevances_)
     assert np.max(np.abs(kept.predict(X) - reference)) > 1e-3 * y.std()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_constant_column_has_relevance_zero_and_tiny_units_are_not_constant(streamed):
+    """A column constant over the training rows is zero once standardised: its relevance, which never
+    left its start, is 0 (it had ranked third of five), in memory and streamed, and predictions are those
+    of the fit's model to rounding. Inputs in units of 1e-12, or varying by 1e-6 on 1e7, are not constant
+    (they had been: R^2 near 0): the fit is the one in plain units (R^2 to 1e-3, float32 rounding apart;
+    above 0.98 for 1e7 + 1e-6 x, whose float64 values resolve x to about 2e-3)."""
+    from rffkit.io import ArraySource
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    y = np.sin(2.0 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=600)
+    data = (lambda A: (ArraySource(A, y),)) if streamed else (lambda A: (A, y))
+    constant = X.copy()
+    constant[:, 3] = 7.5
+    model = RFFNetRegressor(random_state=0).fit(*data(constant))
+    assert model.relevances_[3] == 0.0 and model.feature_importances_[3] == 0.0
+    assert set(np.argsort(-model.feature_importances_)[:2]) == {0, 1} and model.score(constant, y) > 0.95
+    plain = RFFNetRegressor(random_state=0).fit(*data(X)).score(X, y)
+    tiny = X * 1e-12
+    assert RFFNetRegressor(random_state=0).fit(*data(tiny)).score(tiny, y) == pytest.approx(plain, abs=1e-3)
+    offset = np.column_stack([1e7 + 1e-6 * X[:, 0], X[:, 1:]])
+    assert RFFNetRegressor(random_state=0).fit(*data(offset)).score(offset, y) > 0.98
+
+
+def test_the_validation_score_is_of_the_model_the_validation_loss_judged():
+    """best_validation_score_ and best_validation_loss_ are of one model, the head fitted on the training
+    rows (the score had been taken after the head's refit on all rows, on rows it had learned from):
+    R^2 = 1 - MSE / Var over the validation rows (rtol 1e-5, float32 outputs)."""
+    from sklearn.model_selection import train_test_split
+
+    from rffkit._validation import draw_seeds
+
+    X, y = make_gregorova_se1(1500, random_state=0)
+    model = RFFNetRegressor(random_state=0).fit(X, y)
+    n_val = int(math.floor(model.validation_fraction * len(y)))
+    _, rows = train_test_split(np.arange(len(y)), test_size=n_val, random_state=draw_seeds(0, 3)[0])
+    r2 = 1.0 - model.best_validation_loss_ / np.var(y[rows])
+    assert model.best_validation_score_ == pytest.approx(r2, rel=1e-5)

@@ -55,7 +55,7 @@ from ._progress import FitProgress
 from ._search import default_n_components
 from ._streamed_heads import _Standardiser
 from ._streaming import RunningMoments, numeric_target, validation_mask
-from ._validation import draw_seeds, resolve_device, standard_scale, torch_generator
+from ._validation import draw_seeds, resolve_device, torch_generator
 from .distributed import all_gather_object, all_reduce_sum, broadcast_object, world
 from .exceptions import DivergenceError
 from .layers import RFFNetModule
@@ -245,10 +245,8 @@ def fit_adam_stream(estimator, X, y):
         n_train = n_rows - (n_validation if validated else 0)
         if n_train < 2:
             raise ValueError(f"{owner}: the source has {n_rows} row(s); at least 2 are needed.")
-        x_scale = standard_scale(x_moments.mean, x_moments.std, np.float64)
         y_mean, y_scale = (0.0, 1.0) if is_classifier(estimator) else target_state
-        standardise = _Standardiser(x_moments.mean, x_scale, y_mean, y_scale, device,
-                                    (x_moments.minimum, x_moments.maximum))
+        standardise = _Standardiser.from_moments(x_moments, y_mean, y_scale, device)
         target = _Target(estimator, target_state, device)
         n_outputs = target_state.shape[0] if is_classifier(estimator) else 1
 

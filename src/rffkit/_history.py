@@ -20,6 +20,9 @@ class FitHistory:
         The training objective and the monitored loss at every epoch ('adam') or
         L-BFGS iteration ('varpro').
     best_validation_loss : float
+    best_validation_score : float or None
+        The estimator's score of the model that ``best_validation_loss`` judged, when the
+        solver set it (None: the fitted model's score on the validation rows is it).
     n_iter : int
         Epochs or L-BFGS iterations run.
     stopped_on_max_iter : bool
@@ -33,6 +36,7 @@ class FitHistory:
     train_loss: list = field(default_factory=list)
     validation_loss: list = field(default_factory=list)
     best_validation_loss: float = math.inf
+    best_validation_score: float | None = None
     n_iter: int = 0
     stopped_on_max_iter: bool = False
 

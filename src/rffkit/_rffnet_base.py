@@ -82,6 +82,8 @@ class _Problem:
     #: fit); None: the rows of ``X_train``. Decides whether the search is retried
     #: (``settings.refined_retry_rows``).
     n_train_rows: int | None = None
+    #: Which input columns are constant over the training rows (their relevance is set to 0).
+    constant: np.ndarray | None = None
 
 
 class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
@@ -166,7 +168,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     def _loss_fn(self):
         raise NotImplementedError
 
-    def _validation_score(self, X_val, target_val):
+    def _validation_score(self, outputs, target_val):
+        """The estimator's score (R^2, accuracy) of model ``outputs`` (a float64 array) on ``target_val``."""
         raise NotImplementedError
 
     def _loss_units(self, values, target_state):
@@ -239,7 +242,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         device = resolve_device(self.device, owner=type(self).__name__)
         split_seed, layer_seed, torch_seed = draw_seeds(self.random_state, 3)
         # standardised with training statistics, relevances compare across features whatever their units
-        x_mean, x_scale = standardisation(X)
+        x_mean, x_scale, constant = standardisation(X)
         target, n_outputs, target_state = self._encode_target(y)
 
         n_samples = X.shape[0]
@@ -268,7 +271,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         return _Problem(
             solver, hidden, device, x_mean, x_scale, target, target_state, n_outputs, validation_rows,
             tensor(train_rows), self._target_tensor(target[train_rows], device), X_val, y_val, layer,
-            torch_generator(torch_seed),
+            torch_generator(torch_seed), constant=constant,
         )
 
     def _draw_layer(self, n_features, n_components, seed, device):
@@ -326,9 +329,12 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self._warn_if_not_converged(history, "varpro", head)
         if p.X_val is not None:
             with torch.no_grad():
-                final = float(self._loss_fn()(model(p.X_val), p.y_val))
+                outputs = model(p.X_val)
+                final = float(self._loss_fn()(outputs, p.y_val))
             history.validation_loss.append(final)
             history.best_validation_loss = final
+            history.best_validation_score = self._validation_score(
+                to_numpy(outputs).astype(np.float64), to_numpy(p.y_val))
             # nothing is judged on the validation rows any more: the head learns from them too
             # (a reduced model's linear head is left as chosen; a streamed fit refits its own head)
             n_rows = p.X_train.shape[0] + p.X_val.shape[0]
@@ -386,7 +392,11 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self.solver_ = p.solver
         self.alpha_ = alpha
         self.n_components_ = model.rff.n_components
-        self.relevances_ = to_numpy(model.rff.relevances).astype(np.float64)
+        if p.constant is not None and p.constant.any():
+            # a constant column is zero once standardised: no signal, and its relevance never left its start
+            with torch.no_grad():
+                self.model_.rff.relevances[torch.as_tensor(p.constant)] = 0.0
+        self.relevances_ = to_numpy(self.model_.rff.relevances).astype(np.float64)
         peak = np.max(np.abs(self.relevances_))
         self.feature_importances_ = np.abs(self.relevances_) / peak if peak > 0 else np.zeros_like(self.relevances_)
         self.n_iter_ = history.n_iter
@@ -396,13 +406,17 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         self.validation_loss_curve_ = to_units(history.validation_loss)
         self.best_validation_loss_ = float(to_units(history.best_validation_loss))
         rows = p.validation_rows
-        self.best_validation_score_ = None if rows is None else self._validation_score(X[rows], p.target[rows])
+        self.best_validation_score_ = history.best_validation_score
+        if self.best_validation_score_ is None and rows is not None:
+            self.best_validation_score_ = self._validation_score(self._forward(X[rows]), p.target[rows])
         return self
 
     # -- checks and helpers -------------------------------------------------------------------------
     def _hidden_sizes(self):
-        sizes = tuple(int(h) for h in np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)))
-        if any(h < 1 for h in sizes):
+        given = np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist()
+        whole = all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) for h in given)
+        sizes = tuple(int(h) for h in given) if whole else ()
+        if not whole or any(h < 1 for h in sizes):
             raise ValueError(
                 f"{type(self).__name__}: hidden_layer_sizes must hold positive integers, "
                 f"got {self.hidden_layer_sizes!r}."

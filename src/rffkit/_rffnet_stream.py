@@ -60,7 +60,7 @@ from ._streaming import BottomKSample, RunningMoments, numeric_target, validatio
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
 from ._validation import (
-    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, standard_scale, torch_generator,
+    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, torch_generator,
 )
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
@@ -277,13 +277,10 @@ def training_rows(first, owner):
 
 def standardiser(first, device, y_moments=None):
     """The :class:`_Standardiser` of the first pass's moments (the target's, when given, else none)."""
-    x_mean = first.x_moments.mean
-    x_scale = standard_scale(x_mean, first.x_moments.std, np.float64)
-    x_range = first.x_moments.minimum, first.x_moments.maximum
     if y_moments is None:
-        return _Standardiser(x_mean, x_scale, 0.0, 1.0, device, x_range)
+        return _Standardiser.from_moments(first.x_moments, 0.0, 1.0, device)
     y_mean, y_std = float(y_moments.mean[0]), float(y_moments.std[0])
-    return _Standardiser(x_mean, x_scale, y_mean, y_std if y_std > 0 else 1.0, device, x_range)
+    return _Standardiser.from_moments(first.x_moments, y_mean, y_std if y_std > 0 else 1.0, device)
 
 
 def finished_model(model, owner):
@@ -386,6 +383,7 @@ def set_fitted(estimator, source, standardise, target_state, model, history, alp
 
     problem = _Problem(solver, (), standardise.device, standardise.x_mean, standardise.x_scale, None, target_state,
                        None, None, None, None, None, None, model.rff, None)
+    problem.constant = standardise.constant
     estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
     estimator.n_features_in_ = source.n_features
     estimator.__dict__.pop("feature_names_in_", None)

@@ -22,7 +22,7 @@ from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics, all_reduce_statistics
 from ._streaming import numeric_target, validation_mask
 from ._sufficient import accumulate, add_rows
-from ._validation import as_tensor
+from ._validation import as_tensor, constant_columns, standard_scale
 from .distributed import all_reduce_sum, broadcast_object, world
 
 __all__ = ["StreamedRidgeHeads", "HeldOutLosses", "PairedLossGain", "layer_width"]
@@ -37,12 +37,21 @@ class _Standardiser:
     """``(X - mean) / scale`` as float32 tensors on ``device``, and the standardised target.
 
     ``x_range``, ``(minimum, maximum)`` of the inputs over every row, is passed on to the
-    fitted model (see :meth:`~rffkit.layers.ARDRandomFourierFeatures.set_input_range`).
+    fitted model (see :meth:`~rffkit.layers.ARDRandomFourierFeatures.set_input_range`), and
+    ``constant`` marks the constant columns, whose relevance the fitted model sets to 0.
     """
 
-    def __init__(self, x_mean, x_scale, y_mean, y_scale, device, x_range=None):
+    def __init__(self, x_mean, x_scale, y_mean, y_scale, device, x_range=None, constant=None):
         self.x_mean, self.x_scale, self.y_mean, self.y_scale = x_mean, x_scale, y_mean, y_scale
-        self.device, self.x_range = device, x_range
+        self.device, self.x_range, self.constant = device, x_range, constant
+
+    @classmethod
+    def from_moments(cls, x_moments, y_mean, y_scale, device):
+        """The standardiser of the inputs' streamed moments (:class:`rffkit._streaming.RunningMoments`):
+        their means, standard deviations (1 for a constant column) and range."""
+        mean, std = x_moments.mean, x_moments.std
+        return cls(mean, standard_scale(mean, std, np.float64), y_mean, y_scale, device,
+                   (x_moments.minimum, x_moments.maximum), constant_columns(mean, std, np.float64))
 
     def standardised(self, X):
         """``(X - mean) / scale`` in float64 NumPy."""

@@ -42,6 +42,7 @@ __all__ = [
     "one_class_error",
     "final_estimator",
     "standard_scale",
+    "constant_columns",
     "check_finite_features",
     "check_grid_range",
     "deferred_warnings",
@@ -337,26 +338,34 @@ def draw_seeds(random_state, n_seeds):
 
 
 def standardisation(X):
-    """Column means and scales that standardise ``X``: ``(X - mean) / scale``.
+    """Column means and scales that standardise ``X``: ``(X - mean) / scale``, and which columns are constant.
 
-    A column whose standard deviation is within rounding of zero (at most
-    ``max(eps, 1e-12) * max(1, |mean|)``, ``eps`` of the dtype of ``X``) is constant:
-    its scale is 1, so it stays a column of zeros instead of amplifying rounding noise.
-    Returns ``(mean, scale)``, two arrays of shape (n_features,) in the dtype of ``X``.
+    A column whose standard deviation is within rounding of zero (:func:`constant_columns`)
+    is constant: its scale is 1, so it stays a column of (nearly) zeros instead of amplifying
+    rounding noise. Returns ``(mean, scale, constant)``: two arrays of shape (n_features,) in
+    the dtype of ``X`` and a boolean mask.
     """
-    mean = X.mean(axis=0)
-    return mean, standard_scale(mean, X.std(axis=0), X.dtype)
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    return mean, standard_scale(mean, std, X.dtype), constant_columns(mean, std, X.dtype)
+
+
+def constant_columns(mean, std, dtype):
+    """Which columns are constant: a standard deviation of at most ``64 eps |mean|``, ``eps`` of ``dtype``.
+
+    The rounding of a constant column's mean leaves a standard deviation of a few ``eps |mean|``;
+    the bound is relative, so a column of tiny values (1e-12 and below) or of small changes on a
+    large offset (1e7 + 1e-6 x in float64) keeps its variation.
+    """
+    std = np.asarray(std)
+    return ~(std > 64.0 * float(np.finfo(dtype).eps) * np.abs(mean))
 
 
 def standard_scale(mean, std, dtype):
-    """The scales of :func:`standardisation` from column means and standard deviations.
-
-    A standard deviation within rounding of zero (at most ``max(eps, 1e-12) * max(1, |mean|)``,
-    ``eps`` of ``dtype``) gives scale 1. Used as well by fits that stream their moments.
-    """
+    """The scales of :func:`standardisation` from column means and standard deviations: the
+    standard deviation, and 1 for a constant column (:func:`constant_columns`). Used as well by
+    fits that stream their moments."""
     scale = np.array(std, copy=True)
-    tolerance = max(float(np.finfo(dtype).eps), 1e-12) * np.maximum(np.abs(mean), 1.0)
-    scale[~(scale > tolerance)] = 1.0
+    scale[constant_columns(mean, std, dtype)] = 1.0
     return scale
 
 

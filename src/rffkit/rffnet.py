@@ -84,8 +84,8 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
     def _loss_units(self, values, target_state):
         return values * target_state[1] ** 2
 
-    def _validation_score(self, X_val, target_val):
-        return r2_score(target_val, self._forward(X_val)[:, 0])
+    def _validation_score(self, outputs, target_val):
+        return r2_score(np.ravel(target_val), outputs[:, 0])
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -242,8 +242,8 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
     def _loss_fn(self):
         return nn.CrossEntropyLoss()
 
-    def _validation_score(self, X_val, target_val):
-        return accuracy_score(target_val, np.argmax(self._forward(X_val), axis=1))
+    def _validation_score(self, outputs, target_val):
+        return accuracy_score(np.ravel(target_val), np.argmax(outputs, axis=1))
 
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)

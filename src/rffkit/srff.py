@@ -148,8 +148,9 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
     Attributes
     ----------
     gamma_ : ndarray of shape (n_features_in_,)
-        Learned scales, non-negative and summing to ``n_features_in_``; zero for an
-        input the model ignores. They act on standardised inputs.
+        Learned scales, non-negative and summing to the number of inputs that are not
+        constant over the training rows; zero for an input the model ignores and for a
+        constant one (which takes no part in the fit). They act on standardised inputs.
     feature_importances_ : ndarray of shape (n_features_in_,)
         ``gamma_ / max(gamma_)``, in [0, 1].
     alpha_ : float
@@ -164,7 +165,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         The kernel width ``sigma`` used.
     random_weights_ : ndarray of shape (n_features_in_, n_components)
         ``epsilon / sigma``, the unscaled frequencies (of the chosen draw with
-        ``draw_per_alpha``).
+        ``draw_per_alpha``); zero in the rows of constant inputs.
     random_offset_ : ndarray of shape (n_components,)
         The phases ``b``.
     alphas_ : ndarray of shape (n_visited,)
@@ -316,9 +317,14 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
                 "or a single value in alphas to skip the validation search."
             )
         dtype = torch_dtype_for(X)
-        mean, scale = standardisation(X)
-        standardised = ((X - mean) / scale).astype(X.dtype, copy=False)
-        target = y.astype(X.dtype, copy=False)
+        mean, scale, constant = standardisation(X)
+        # a constant column takes no part: on the simplex its gamma would hold mass that moves nothing
+        active = ~constant if not constant.all() else np.ones(n_features, dtype=bool)
+        standardised = ((X[:, active] - mean[active]) / scale[active]).astype(X.dtype, copy=False)
+        # the fit runs on y in units of its spread, so that its steps and tolerances do not depend on y's units
+        y_scale = float(np.std(y) if self.fit_intercept else np.sqrt(np.mean(np.square(y, dtype=np.float64))))
+        y_scale = y_scale if np.isfinite(y_scale) and y_scale > 0 else 1.0
+        target = (y / y_scale).astype(X.dtype, copy=False)
 
         rng = np.random.default_rng(seed_from_random_state(self.random_state))
         order = rng.permutation(n_samples)
@@ -331,7 +337,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         tensor = lambda array: as_tensor(array, dtype=dtype, device=device)  # noqa: E731
 
         def draw(index=0):  # the path asks for draws 1, 2, ... in order, so rng stays reproducible
-            weights = rng.standard_normal((n_features, self.n_components)) / width
+            weights = rng.standard_normal((n_features, self.n_components))[active] / width
             return tensor(weights), tensor(rng.uniform(0.0, 2.0 * np.pi, self.n_components))
 
         frequencies, phase = draw()
@@ -349,12 +355,12 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             )  # fmt: skip
             if self.verbose:
                 for alpha, error in zip(grid, errors):
-                    print(f"{name}: alpha={alpha:.4g} validation MSE={error:.6g}")
+                    print(f"{name}: alpha={alpha:.4g} validation MSE={error * y_scale**2:.6g}")
             alpha = grid[best]
             frequencies, phase = solutions[best].frequencies, solutions[best].offsets
             solution = fit_srff(X_all, y_all, frequencies, phase, alpha, **fit_params) if self.refit else solutions[best]
             self.alphas_ = np.asarray(grid[: len(errors)])
-            self.validation_errors_ = np.asarray(errors)
+            self.validation_errors_ = np.asarray(errors) * y_scale**2
         else:
             alpha = float(explicit[0]) if explicit is not None else alpha_grid(X_all, 1)[0]
             solution = fit_srff(X_all, y_all, frequencies, phase, alpha, **fit_params)
@@ -364,14 +370,16 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         self._x_mean, self._x_scale = mean, scale
         self._device = device
         self.length_scale_ = width
-        self.random_weights_ = to_numpy(frequencies).astype(np.float64)
+        self.random_weights_ = np.zeros((n_features, self.n_components))
+        self.random_weights_[active] = to_numpy(frequencies)
         self.random_offset_ = to_numpy(phase).astype(np.float64)
         self.alpha_ = float(alpha)
-        self.gamma_ = to_numpy(solution.gamma).astype(np.float64)
+        self.gamma_ = np.zeros(n_features)
+        self.gamma_[~constant] = to_numpy(solution.gamma)[~constant[active]]
         top = self.gamma_.max()
         self.feature_importances_ = self.gamma_ / top if top > 0 else np.zeros_like(self.gamma_)
-        self.coef_ = to_numpy(solution.coef).astype(np.float64)
-        self.intercept_ = float(solution.intercept)
+        self.coef_ = to_numpy(solution.coef).astype(np.float64) * y_scale
+        self.intercept_ = float(solution.intercept) * y_scale
         self.n_iter_ = int(solution.n_iter)
         return self
 
