@@ -136,6 +136,13 @@ def test_remainder_dropped_columns_nested_pipelines_and_selectors(table):
     assert result.to_dict() == pytest.approx(
         {"depth": 0.4, "cut": 0.2, "color": 0.2, "extra": 0.2, "carat": 0.0, "ignored": 0.0})
     assert list(result.index) == ["depth", "cut", "color", "extra", "carat", "ignored"]
+    # an imputer drops a column without any value: its outputs are the other columns, by name
+    X = X.assign(empty=np.nan)
+    imputed = ColumnTransformer([("num", SimpleImputer(), ["carat", "empty", "depth"])])
+    with pytest.warns(UserWarning, match="Skipping features without any observed values"):
+        model = make_pipeline(imputed, FixedImportances([1, 3])).fit(X, y)
+    result = grouped_importances(model)
+    assert result[["depth", "carat", "empty"]].to_list() == pytest.approx([0.75, 0.25, 0.0]) and result.sum() == 1.0
 
 
 def test_columns_given_by_position_mask_and_a_search_object(table):

@@ -208,12 +208,44 @@ def test_invalid_estimators_and_data(jordan):
         relevance_stability(_forest(), X, y, n_resamples=2, importance_getter=lambda fitted: np.ones(2))
     with pytest.raises(TypeError, match="must be a scikit-learn estimator"):
         relevance_stability(object(), X, y)
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+    with pytest.raises(ValueError, match="X has 800 rows but y has 799; give one target per row"):
         relevance_stability(_forest(), X, y[:-1])
+    with pytest.raises(ValueError, match="X has 1 row.s.; at least 2 are needed"):
+        relevance_stability(_forest(), X[:1], y[:1])
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
-    with pytest.raises(ValueError, match="contains NaN"):
-        relevance_stability(_forest(), X_nan, y)
+    with pytest.raises(ValueError, match="contains NaN"):  # the estimator's own check
+        relevance_stability(LinearRegression(), X_nan, y)
+
+
+def test_data_reach_the_refits_as_given():
+    """A DataFrame reaches a pipeline whose column transformer selects columns by name, encodes a text
+    column and imputes missing values (the check of arrays up front had refused all three); classes
+    with a missing label are strata of their own, and the estimator refuses them."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import OrdinalEncoder
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200),
+                          "colour": rng.choice(["red", "blue"], 200)})
+    frame.loc[::17, "b"] = np.nan
+    y = 3.0 * frame["a"] + 0.1 * rng.normal(size=200)
+    model = make_pipeline(make_column_transformer((SimpleImputer(), ["a", "b"]), (OrdinalEncoder(), ["colour"])),
+                          _forest())
+    result = relevance_stability(model, frame, y, n_resamples=4, top_k=1, random_state=0)
+    assert result.feature_names.tolist() == ["a", "b", "colour"]
+    assert_array_equal(result.selection_frequency, [1.0, 0.0, 0.0])
+    labels = np.where(frame["a"] > 0, "up", "down").astype(object)
+    forest = RandomForestClassifier(n_estimators=5, random_state=0)
+    result = relevance_stability(make_pipeline(SimpleImputer(), forest), frame[["a", "b"]], labels, n_resamples=3,
+                                 top_k=1, random_state=0)
+    assert_array_equal(result.selection_frequency, [1.0, 0.0])
+    labels[3] = None
+    with pytest.raises((TypeError, ValueError)):
+        relevance_stability(make_pipeline(SimpleImputer(), forest), frame[["a", "b"]], labels, n_resamples=2)
 
 
 def test_plot(rffnet_result):

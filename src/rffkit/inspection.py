@@ -337,7 +337,7 @@ def _column_indices(columns, names):
 def _trace_by_name(transformer, names):
     """Trace the outputs of a transformer through its ``get_feature_names_out``.
 
-    One output per input with the same names: column-wise (a scaler, an imputer). One
+    Outputs named as inputs: column-wise (a scaler; an imputer, which may drop some). One
     input: every output comes from it. Otherwise each output must be named after one
     input followed by ``_`` (a one-hot encoder's ``color_red``); when two input names both
     fit, the longer one wins.
@@ -349,8 +349,8 @@ def _trace_by_name(transformer, names):
         raise ValueError(
             f"grouped_importances: cannot trace the columns of {label}: it has no usable get_feature_names_out ({exc})."
         ) from exc
-    if out_names == list(names):
-        return out_names, list(range(len(names)))
+    if set(out_names) <= set(names):  # column-wise, some columns dropped (an imputer drops all-missing ones)
+        return out_names, [list(names).index(name) for name in out_names]
     if len(names) == 1:
         return out_names, [0] * len(out_names)
     owners = []

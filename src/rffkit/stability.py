@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone, is_classifier
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_X_y
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils.validation import _num_features, _num_samples
 
 from ._validation import SEED_BOUND, final_estimator
 
@@ -245,8 +245,10 @@ def relevance_stability(
     ----------
     estimator : estimator object
         Unfitted; must expose importances after ``fit`` (see ``importance_getter``).
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-        Training inputs.
+    X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        Training inputs, passed to the refits as they are (rows taken with scikit-learn's
+        indexing): a pipeline that selects DataFrame columns by name, encodes text or
+        imputes missing values receives them as ``estimator.fit`` would.
     y : array-like of shape (n_samples,)
         Targets.
     n_resamples : int, default=20
@@ -270,7 +272,8 @@ def relevance_stability(
         Percentiles of the interval reported in ``lower`` and ``upper``.
     importance_getter : 'auto', str or callable, default='auto'
         'auto' reads ``feature_importances_`` and falls back on ``|coef_|`` (the norm
-        over outputs for 2-D ``coef_``). A string is a dotted attribute path of the
+        over outputs for 2-D ``coef_``), of the fitted estimator or else of a pipeline's
+        last step (whose inputs must then be one per column of ``X``). A string is a dotted attribute path of the
         fitted estimator (e.g. ``'named_steps.model.feature_importances_'``); a
         callable takes the fitted estimator and returns the importances.
     n_jobs : int, default=None
@@ -316,12 +319,11 @@ def relevance_stability(
     _check_parameters(estimator, n_resamples, method, subsample_fraction, threshold, top_k, percentiles,
                       importance_getter)
     feature_names = _feature_names(X)
-    X, y = check_X_y(X, y, accept_sparse=("csr", "csc"), ensure_min_samples=2)
-    n_features = X.shape[1]
+    n_rows, n_features = _rows_and_columns(X, y)
     if top_k is not None and top_k > n_features:
         raise ValueError(f"relevance_stability: top_k={top_k} exceeds the number of features ({n_features}).")
     fraction = subsample_fraction if subsample_fraction is not None else (0.5 if method == "subsample" else 1.0)
-    strata = _strata(estimator, y)
+    strata = _strata(estimator, y, n_rows)
 
     rng = check_random_state(random_state)
     # Row r holds the seeds of resample r, so the first k resamples are the same
@@ -411,12 +413,29 @@ def _feature_names(X):
     return names.astype(str) if all(isinstance(name, str) for name in names) else None
 
 
-def _strata(estimator, y):
-    """Row indices resampled together: one stratum per class for classifiers."""
+def _rows_and_columns(X, y):
+    """Rows and columns of ``X``, checked against ``y``; the values are the estimator's to check."""
+    try:
+        n_rows, n_features = _num_samples(X), _num_features(X)
+    except TypeError as error:
+        raise ValueError(f"relevance_stability: X must be a table of rows and columns: {error}") from None
+    n_targets = _num_samples(y) if hasattr(y, "__len__") or hasattr(y, "shape") else None
+    if n_targets != n_rows:
+        raise ValueError(f"relevance_stability: X has {n_rows} rows but y has {n_targets}; give one target per row.")
+    if n_rows < 2:
+        raise ValueError(f"relevance_stability: X has {n_rows} row(s); at least 2 are needed to resample.")
+    return n_rows, n_features
+
+
+def _strata(estimator, y, n_rows):
+    """Row indices resampled together: one stratum per class (per row of labels, for several
+    outputs) for classifiers; missing labels form one of their own, for the estimator to judge."""
     if is_classifier(estimator):
-        _, codes = np.unique(y, return_inverse=True)
+        labels = np.asarray(y, dtype=object).reshape(n_rows, -1).astype(str)
+        _, codes = np.unique(labels, axis=0, return_inverse=True)
+        codes = codes.reshape(-1)
         return [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
-    return [np.arange(y.shape[0])]
+    return [np.arange(n_rows)]
 
 
 def _stratum_size(n_rows, fraction):
@@ -444,7 +463,7 @@ def _with_seeds(estimator, seed):
 
 def _refit(estimator, X, y, rows, seed, importance_getter):
     """``(importances, linear_only)`` of one refit; ``linear_only`` None where the estimator does not say."""
-    fitted = _with_seeds(estimator, seed).fit(X[rows], y[rows])
+    fitted = _with_seeds(estimator, seed).fit(_safe_indexing(X, rows), _safe_indexing(y, rows))
     linear_only = getattr(final_estimator(fitted), "linear_only_", None)
     return _importances(fitted, importance_getter), None if linear_only is None else bool(linear_only)
 
@@ -454,6 +473,8 @@ def _importances(fitted, importance_getter):
     if callable(importance_getter):
         values = importance_getter(fitted)
     elif importance_getter == "auto":
+        if not hasattr(fitted, "feature_importances_") and not hasattr(fitted, "coef_"):
+            fitted = final_estimator(fitted)
         if hasattr(fitted, "feature_importances_"):
             values = fitted.feature_importances_
         elif hasattr(fitted, "coef_"):
