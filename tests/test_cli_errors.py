@@ -34,6 +34,22 @@ def folder(tmp_path):
     pa_csv.write_csv(pa.table({"x": spoilt, "z": z, "y": x + z}), tmp_path / "spoilt_x.csv")
     spoilt[7], spoilt[5] = f"{x[7]:.3f}", "oops"
     pa_csv.write_csv(pa.table({"x": x, "z": z, "y": spoilt}), tmp_path / "spoilt_y.csv")
+    pq.write_table(pa.Table.from_arrays([x, z, x + z], names=["a", "a", "y"]), tmp_path / "dup.parquet")
+    (tmp_path / "dup.csv").write_text("a,a,y\n" + "".join(f"{a},{b},{a + b}\n" for a, b in zip(x, z)))
+    drinks, cafe = ["tea", "caf\xe9"] * 30, "caf\xe9"
+    latin = "x,z,colour,y\n" + "".join(f"{a},{b},{c},{a + b}\n" for a, b, c in zip(x, z, drinks))
+    (tmp_path / "latin.csv").write_bytes(latin.encode("latin-1"))  # text in another encoding than UTF-8
+    (tmp_path / "latin_header.csv").write_bytes(latin.replace("colour", cafe, 1).encode("latin-1"))
+    (tmp_path / "dialects").mkdir()  # shards of one table written with different delimiters
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "y": x + z}), tmp_path / "dialects" / "a.csv")
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "y": x + z}), tmp_path / "dialects" / "b.csv",
+                     pa_csv.WriteOptions(delimiter=";"))
+    (tmp_path / "idshards").mkdir()  # the --id column in the first shard only
+    pa_csv.write_csv(pa.table({"key": np.arange(60), "x": x, "z": z, "colour": ["a"] * 60}),
+                     tmp_path / "idshards" / "0.csv")
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "colour": ["a"] * 60}), tmp_path / "idshards" / "1.csv")
+    pa_csv.write_csv(pa.table({"x": x, "z": z, "colour": ["a"] * 60, "y": pa.nulls(60, pa.float64())}),
+                     tmp_path / "unlabelled.csv")
     with open(tmp_path / "model.pkl", "wb") as file:
         pickle.dump({"not": "a model"}, file)
     assert cli.main(["fit", str(tmp_path / "data.csv"), "--target", "y", "--model", "ridge",
@@ -105,6 +121,28 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
     (("demo", "--dir", "{d}/data.csv"), ["--dir '{d}/data.csv' is a file"]),
     (PREDICT + ("{d}/ids.csv", "--id", "predicted_y", "--output", "{d}/p.csv"),
      ["--id 'predicted_y': the output has a column of that name already"]),
+    # a column named twice, text that is not UTF-8, shards written with different delimiters
+    (("fit", "{d}/dup.parquet", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["column 'a' appears twice in '{d}/dup.parquet'; columns are read by their names: give each its own name"]),
+    (("fit", "{d}/dup.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["column 'a' appears more than once in '{d}/dup.csv'; columns are read by their names"]),
+    (("fit", "{d}/latin.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["'{d}/latin.csv' is not UTF-8 text: column 'colour' holds b'caf\\xe9' on line 3", "convert the file to UTF-8"]),
+    (PREDICT + ("{d}/latin.csv", "--output", "{d}/p.csv"), ["'{d}/latin.csv' is not UTF-8 text: column 'colour'"]),
+    (("fit", "{d}/latin_header.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["'{d}/latin_header.csv' is not UTF-8 text: its header holds the column name b'caf\\xe9'"]),
+    (("fit", "{d}/dialects", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["the header of '{d}/dialects/b.csv' delimits its fields by ';', not by ','",
+      "the files of one table share one delimiter", "--delimiter on the command line"]),
+    (("score", "{d}/ridge.rffkit", "{d}/dialects"), ["the header of '{d}/dialects/b.csv' delimits its fields by ';'"]),
+    # a classification of numbers that are not whole, refused before the report and the fit
+    (FIT + ("--task", "classification"),
+     ["the target holds numbers that are not whole (60 distinct values), and a classification needs labels: "
+      "whole numbers, text or booleans; use --task regression"]),
+    (("score", "{d}/ridge.rffkit", "{d}/unlabelled.csv"),
+     ["no row of the data has a target: 'y' is missing on all 60 rows, and rffkit score needs labelled rows"]),
+    (PREDICT + ("{d}/idshards", "--id", "key", "--output", "{d}/p.csv"),
+     ["--id: column 'key' is in '{d}/idshards/0.csv' but not in '{d}/idshards/1.csv'"]),
 ])
 def test_error(folder, capsys, argv, expected):
     (folder / "shards.csv").mkdir()
@@ -177,3 +215,110 @@ def test_under_torchrun_only_rank_0_prints_warnings(monkeypatch, capsys):
     monkeypatch.setenv("RANK", "0")
     assert cli.main(["info", "model.rffkit"]) == 0
     assert capsys.readouterr().err.startswith("rffkit: warning: column 'name'")
+
+
+def _edited(folder, name, edit):
+    """ridge.rffkit re-saved after ``edit(bundle)``: a file edited by hand, its digest recomputed."""
+    bundle = rffkit.load(folder / "ridge.rffkit")
+    bundle = {**bundle, "meta": dict(bundle["meta"]), "encoding": dict(bundle["encoding"])}
+    edit(bundle)
+    rffkit.save(bundle, folder / name)
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda bundle: bundle.pop("meta"), "it lacks 'meta'"),
+    (lambda bundle: bundle.pop("encoding"), "it lacks 'encoding'"),
+    (lambda bundle: bundle["meta"].pop("target"), "its meta lacks 'target'"),
+    (lambda bundle: bundle.update(version="2"), "its version is '2', not a positive integer"),
+    (lambda bundle: bundle["meta"].update(classes=["a"]), "its meta's task is 'regression', with classes ['a']"),
+    (lambda bundle: bundle["meta"].update(n_test="12"), "its meta's 'n_test' is '12', not of type int"),
+    (lambda bundle: bundle["encoding"].pop("columns"), "its encoding lacks 'columns'"),
+    (lambda bundle: bundle["encoding"].update(columns=["z", "x", "colour"]),
+     "its encoding makes the inputs 'z', 'x', 'colour=a', 'colour=b', but its meta says the model was fitted on "
+     "'x', 'z', 'colour=a', 'colour=b'"),
+    (lambda bundle: bundle["encoding"].update(columns=["x", "colour"], fill_values={"x": 0.0}),
+     "its encoding makes the inputs 'x', 'colour=a', 'colour=b', but"),
+    (lambda bundle: bundle["encoding"].update(columns=["x", "colour"]),
+     "its encoding cannot be read (ColumnEncoding: fill_values given for 'z', not among the numeric columns)"),
+])
+def test_an_edited_model_file_is_refused_by_every_command(folder, capsys, edit, expected):
+    """A model file whose dict lacks an entry, holds one of the wrong type, or whose encoding makes
+    other inputs than the model was fitted on (columns swapped) is refused, naming what is wrong."""
+    _edited(folder, "edited.rffkit", edit)
+    for argv in (("info", "{d}/edited.rffkit"), ("relevances", "{d}/edited.rffkit"),
+                 ("predict", "{d}/edited.rffkit", "{d}/data.csv", "--output", "{d}/p.csv"),
+                 ("score", "{d}/edited.rffkit", "{d}/data.csv")):
+        err = _fails(capsys, folder, *argv)
+        assert f"'{folder}/edited.rffkit' is not a valid rffkit model file: {expected}" in err, err
+
+
+def test_a_classifier_file_whose_classes_were_reordered_is_refused(folder, capsys):
+    """predict --proba names its columns by the classes of meta: they must be the estimator's."""
+    assert cli.main(["fit", str(folder / "data.csv"), "--target", "colour", "--model", "ridge",
+                     "--set", "features__n_components=20", "--output", str(folder / "classes.rffkit")]) == 0
+    bundle = rffkit.load(folder / "classes.rffkit")
+    bundle["meta"]["classes"] = ["b", "a"]
+    rffkit.save(bundle, folder / "swapped.rffkit")
+    err = _fails(capsys, folder, "predict", "{d}/swapped.rffkit", "{d}/data.csv", "--proba", "--output", "{d}/p.csv")
+    assert "is not a valid rffkit model file: its estimator's classes are 'a', 'b', but its meta says 'b', 'a'" in err
+
+
+def test_predict_and_score_advise_what_they_can_do(folder, capsys):
+    """The data layer's advice names options of rffkit fit (--missing encode, --exclude) and Python's
+    (exclude=[...]); predict and score say what applies to a fitted model instead."""
+    assert cli.main(["fit", str(folder / "data.csv"), "--target", "y", "--model", "ridge", "--missing", "error",
+                     "--set", "features__n_components=20", "--output", str(folder / "strict.rffkit")]) == 0
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=60)
+    x[3] = np.nan
+    y = np.arange(60.0)
+    pa_csv.write_csv(pa.table({"x": x, "z": y, "colour": ["a"] * 60, "y": y}), folder / "holes.csv")
+    pq.write_table(pa.table({"x": [[1.0]] * 60, "z": y, "colour": ["a"] * 60, "y": y}), folder / "lists.parquet")
+    for command in (("predict", "{d}/strict.rffkit", "{d}/holes.csv", "--output", "{d}/p.csv"),
+                    ("score", "{d}/strict.rffkit", "{d}/holes.csv")):
+        err = _fails(capsys, folder, *command)
+        assert "column 'x' holds a missing value (null) at row 3; the model was fitted with --missing error" in err
+        assert "refit the model with rffkit fit ... --missing encode" in err
+        assert "in Python" not in err and "before fitting" not in err
+    for command in (("predict", "{d}/ridge.rffkit", "{d}/lists.parquet", "--output", "{d}/p.csv"),
+                    ("score", "{d}/ridge.rffkit", "{d}/lists.parquet")):
+        err = _fails(capsys, folder, *command)
+        assert "feature column 'x' has type list<element: double>" in err
+        assert "the model needs the column: correct it in the data, or refit the model without it (rffkit fit ... " \
+            "--exclude COL)" in err
+        assert "in Python" not in err and "fit an encoding" not in err
+
+
+def test_id_columns_that_cannot_be_copied_name_their_file(folder, capsys):
+    """An --id column of a type that cannot be text in one shard names that shard; a nested column
+    cannot go to a CSV file."""
+    (folder / "nested").mkdir()
+    columns = {"x": np.ones(4), "z": np.ones(4), "colour": ["a"] * 4}
+    pq.write_table(pa.table({"key": np.arange(4), **columns}), folder / "nested" / "0.parquet")
+    pq.write_table(pa.table({"key": [[1]] * 4, **columns}), folder / "nested" / "1.parquet")
+    err = _fails(capsys, folder, *PREDICT, "{d}/nested", "--id", "key", "--output", "{d}/p.parquet")
+    assert f"--id: shards disagree on column 'key', which is list<element: int64> in '{folder}/nested/1.parquet'" \
+        in err
+    err = _fails(capsys, folder, *PREDICT, "{d}/nested/1.parquet", "--id", "key", "--output", "{d}/p.csv")
+    assert "--id 'key' is a column of type list<element: int64>, which a CSV file cannot hold" in err
+
+
+def test_text_that_is_not_utf8_past_the_csv_reader_s_first_block(folder, capsys):
+    """Bytes of another encoding after the block where the CSV reader infers the types: the file, column
+    and line are named, and converting to UTF-8 is the advice (not a column of numbers that holds text)."""
+    rows = "".join(f"{k},{k % 7},tea,{k % 5}\n" for k in range(120_000))
+    (folder / "late.csv").write_bytes(("x,z,colour,y\n" + rows + "1,2,caf\xe9,3\n").encode("latin-1"))
+    err = _fails(capsys, folder, "fit", "{d}/late.csv", "--target", "y", "--output", "{d}/new.rffkit")
+    assert f"cannot read '{folder}/late.csv': it is not UTF-8 text: column 'colour' holds bytes of another " \
+           "encoding on line 120002; convert the file to UTF-8" in err
+    assert "only numbers" not in err
+
+
+def test_a_classification_of_fractions_is_refused_before_the_report(folder, capsys):
+    """--task classification of a target of numbers that are not whole stops before anything is printed
+    (it had failed in the estimator's fit, after the report)."""
+    capsys.readouterr()
+    assert cli.main(["fit", str(folder / "data.csv"), "--target", "y", "--task", "classification", "--output",
+                     str(folder / "new.rffkit")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "the target holds numbers that are not whole" in err

@@ -579,10 +579,10 @@ def test_fit_and_predict_read_a_european_csv(tmp_path, capsys):
     predicted = pa_csv.read_csv(tmp_path / "p.csv")
     assert predicted.column("id").to_pylist() == list(range(200))
     np.testing.assert_allclose(predicted.column("predicted_y").to_numpy(), 2 * x, atol=0.05)
-    # a given delimiter overrides the guess; the wrong one is named as a possible cause
+    # a given delimiter overrides the guess; a wrong one is named, beside the one the header uses
     assert cli.main(["fit", str(path), "--target", "y", "--delimiter", ","]) == 2
     err = capsys.readouterr().err
-    assert "Expected 1 columns, got 3" in err and "another character than the one guessed" in err
+    assert "delimits its fields by ';', not by ',' (the delimiter given" in err and "--delimiter" in err
 
 
 def test_score_rates_a_saved_model_on_labelled_files(table_csv, tmp_path, capsys):
@@ -649,3 +649,64 @@ def test_predict_copies_identifiers_as_written(tmp_path, capsys):
     _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "1.parquet", "--id", "code",
          "--output", tmp_path / "u.pq")
     assert pq.read_table(tmp_path / "u.pq")["code"].type == pa.int64()
+
+
+def test_score_names_the_labels_a_classifier_was_not_fitted_on(table_csv, tmp_path, capsys):
+    """A log-loss that labels outside the model's classes leave undefined is explained in score's terms."""
+    _run(capsys, "fit", table_csv, "--target", "colour", "--model", "ridge", "--output", tmp_path / "c.rffkit")
+    test = _columns(seed=1)
+    test["colour"] = np.where(test["colour"] == "red", "violet", test["colour"])
+    pa_csv.write_csv(pa.table(test), tmp_path / "test.csv")
+    out = _run(capsys, "score", tmp_path / "c.rffkit", tmp_path / "test.csv")
+    n_violet = int(np.sum(test["colour"] == "violet"))
+    assert (f"log-loss undefined ({n_violet} of the {N_ROWS} rows hold a label the model was not fitted on: "
+            f"'violet' ({n_violet} rows); its classes are 'blue', 'green', 'red')") in out
+    assert "held-out class" not in out.splitlines()[0]
+    result = json.loads(_run(capsys, "score", tmp_path / "c.rffkit", tmp_path / "test.csv", "--json"))
+    assert result["labels_not_fitted"] == {"violet": n_violet} and result["score"]["log_loss"] is None
+    test["colour"] = np.full(N_ROWS, "violet")
+    pa_csv.write_csv(pa.table(test), tmp_path / "test.csv")
+    out = _run(capsys, "score", tmp_path / "c.rffkit", tmp_path / "test.csv")
+    assert f"accuracy 0.000, log-loss undefined (every one of the {N_ROWS} rows holds a label the model" in out
+
+
+@pytest.mark.parametrize("stream", ["never", "always"])
+def test_ridge_leaves_columns_of_0s_and_1s_unscaled(tmp_path, capsys, stream):
+    """The StandardScaler before the ridge models standardises the numbers, and leaves one-hot columns,
+    missing-value indicators and booleans as they are: standardised, a rare one (3 missing values in 500
+    rows) became about 11, far from every row, and the model's predictions there went astray."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (500, 5))
+    columns = {f"x{j}": X[:, j].copy() for j in range(5)}
+    columns["x0"][:3] = np.nan  # rows 1 and 2 are held out
+    flag, colour = rng.random(500) < 0.5, rng.choice(["blue", "red"], 500)
+    y = (X ** 2).sum(axis=1) + 0.5 * flag + 0.5 * (colour == "red")
+    pa_csv.write_csv(pa.table({**columns, "flag": flag, "colour": colour, "y": y}), tmp_path / "t.csv")
+    out = _run(capsys, "fit", tmp_path / "t.csv", "--target", "y", "--model", "ridge", "--stream", stream,
+               "--output", tmp_path / "m.rffkit")
+    bundle = rffkit.load(tmp_path / "m.rffkit")
+    assert bundle["meta"]["score"]["r2"] > 0.95  # 0.76 (in memory) and 0.80 (streamed) with the 0/1 columns scaled
+    assert "on standardised columns (4 of 0s and 1s as they are: one-hot, missing-value indicators, booleans)" in out
+    scaler = bundle["estimator"].steps[0][1]
+    names = bundle["meta"]["feature_names"]
+    assert names == ["x0", "x0=(missing)", "x1", "x2", "x3", "x4", "flag", "colour=blue", "colour=red"]
+    kept = [1, 6, 7, 8]
+    assert bundle["meta"]["unscaled_inputs"] == [names[j] for j in kept]
+    np.testing.assert_array_equal(scaler.mean_[kept], 0.0)
+    np.testing.assert_array_equal(scaler.scale_[kept], 1.0)
+    assert np.all(np.abs(scaler.scale_[[0, 2, 3, 4, 5]] - np.sqrt(4 / 3)) < 0.1)  # uniform(-2, 2): sd 1.15
+
+
+def test_predict_copies_an_id_column_that_holds_text_past_the_first_block(tmp_path, capsys):
+    """An --id column of numbers in the CSV reader's first block (where it infers types) and text further
+    down is copied as written, not an error about a column of numbers (predict reads --id columns as text)."""
+    n = 80_000
+    x = np.random.default_rng(2).normal(size=n)
+    keys = [str(k) for k in range(n)]
+    keys[-3] = "K-79997"
+    (tmp_path / "a.csv").write_text("key,x,y\n" + "".join(f"{k},{a},{2 * a}\n" for k, a in zip(keys, x)))
+    assert pa_csv.open_csv(tmp_path / "a.csv").schema.field("key").type == pa.int64()  # in the first block
+    pa_csv.write_csv(pa.table({"x": x[:200], "y": 2 * x[:200]}), tmp_path / "small.csv")
+    _run(capsys, "fit", tmp_path / "small.csv", "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+    _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "a.csv", "--id", "key", "--output", tmp_path / "p.pq")
+    assert pq.read_table(tmp_path / "p.pq")["key"].to_pylist() == keys

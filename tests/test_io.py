@@ -1017,3 +1017,44 @@ def test_a_prediction_on_a_table_warns_of_categories_the_model_was_not_fitted_on
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         models[0].predict(open_table(tmp_path / "train.csv", encoding=train.encoding))
+
+
+def test_a_column_name_twice_text_not_in_utf8_and_shards_of_other_delimiters_are_named(tmp_path):
+    """Each is a DataSourceError naming the file (and the column and line) when the table is opened: a name
+    twice had been a KeyError, Latin-1 text 'a column of type binary', another delimiter a missing column."""
+    pq.write_table(pa.Table.from_arrays([pa.array([1.0]), pa.array([2.0]), pa.array([3.0])], names=["a", "a", "y"]),
+                   tmp_path / "twice.parquet")
+    with pytest.raises(DataSourceError, match=r"column 'a' appears twice in .*twice.parquet'; columns are read"):
+        open_table(tmp_path / "twice.parquet", target="y")
+    (tmp_path / "twice.csv").write_text("a,b,a,y\n1,2,3,4\n")
+    with pytest.raises(DataSourceError, match=r"column 'a' appears more than once in .*twice.csv'"):
+        open_table(tmp_path / "twice.csv", target="y")
+    (tmp_path / "latin.csv").write_bytes("x,name,y\n1,tea,2\n2,caf\xe9,3\n".encode("latin-1"))
+    with pytest.raises(DataSourceError, match=r"latin.csv' is not UTF-8 text: column 'name' holds b'caf\\xe9' on "
+                                              r"line 3; convert the file to UTF-8"):
+        open_table(tmp_path / "latin.csv", target="y")
+    with pytest.raises(DataSourceError, match=r"latin.csv' is not UTF-8 text: column 'name'"):
+        open_table(tmp_path / "latin.csv", target="name")
+    (tmp_path / "header.csv").write_bytes("x,caf\xe9,y\n1,2,3\n".encode("latin-1"))
+    with pytest.raises(DataSourceError, match=r"header.csv' is not UTF-8 text: its header holds the column name"):
+        open_table(tmp_path / "header.csv", target="y")
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "0.csv").write_text("x,y\n1.5,2\n")
+    (tmp_path / "shards" / "1.csv").write_text("x;y\n1,5;2\n2,5;3\n")  # its decimal commas split its rows
+    with pytest.raises(DataSourceError, match=r"the header of .*1.csv' delimits its fields by ';', not by ','"):
+        open_table(tmp_path / "shards", target="y")
+    (tmp_path / "shards" / "1.csv").write_text("x;y\n1.5;2\n")
+    with pytest.raises(DataSourceError, match=r"the header of .*1.csv' delimits its fields by ';', not by ','"):
+        open_table(tmp_path / "shards", target="y")
+    assert open_table(tmp_path / "shards" / "1.csv", target="y").n_rows == 1
+
+
+def test_read_columns_names_the_shard_that_lacks_a_column_or_cannot_give_it_as_text(tmp_path):
+    pq.write_table(pa.table({"key": [1, 2], "x": [1.0, 2.0]}), tmp_path / "0.parquet")
+    pq.write_table(pa.table({"x": [1.0, 2.0]}), tmp_path / "1.parquet")
+    source = open_table(tmp_path, features=["x"])
+    with pytest.raises(SchemaMismatchError, match=r"column 'key' is in .*0.parquet' but not in .*1.parquet'"):
+        source.read_columns(["key"], text=True)
+    pq.write_table(pa.table({"key": [[1], [2]], "x": [1.0, 2.0]}), tmp_path / "1.parquet")
+    with pytest.raises(SchemaMismatchError, match=r"disagree on column 'key', which is list<.*> in .*1.parquet'"):
+        open_table(tmp_path, features=["x"]).read_columns(["key"], text=True)

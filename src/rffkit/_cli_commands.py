@@ -6,6 +6,7 @@ parser, ``--help`` and usage errors answer without importing torch and scikit-le
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import time
@@ -19,10 +20,11 @@ from ._cli_report import (
 )
 from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
-    estimators, load_model, parse_settings, predictions, replaced_atomically, summarise_target, takes_sources,
+    estimators, leave_unscaled, load_model, parse_settings, predictions, replaced_atomically, summarise_target,
+    takes_sources, unscaled_inputs,
 )
 from ._encoding import warn_unknown_categories
-from ._io_base import listing
+from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, listing
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
@@ -106,7 +108,10 @@ def _fit_model(args, source, estimator, scale, world, report):
     first = next(source.iter_chunks(chunk_rows=32))
     streamed, why = _streams(args.stream, estimator, source, (first.X, first.y), world_size)
     name = type(estimator).__name__
-    steps = [("standardscaler", StandardScaler())] if scale else []
+    scaler, unscaled = StandardScaler(), unscaled_inputs(source)  # used when scale
+
+    def model_of(estimator):  # the scaler is fitted apart, as the streamed fit needs it first
+        return Pipeline([("standardscaler", scaler), (name.lower(), estimator)]) if scale else estimator
     score, unknown = HeldOutScore(report.data["task"]), {}  # unknown: categories only held-out rows hold
     split = (args.test_size, args.random_state)
     if streamed:
@@ -118,13 +123,13 @@ def _fit_model(args, source, estimator, scale, world, report):
         start = time.perf_counter()
         if scale:  # every rank reads all training rows, so all get the same scaler
             for chunk in train.iter_chunks():
-                steps[0][1].partial_fit(chunk.X)
-            train = RowSplit(source, *split, transform=steps[0][1].transform)
+                scaler.partial_fit(chunk.X)
+            train = RowSplit(source, *split, transform=leave_unscaled(scaler, unscaled).transform)
         estimator.fit(train)
         seconds = time.perf_counter() - start
         if scale:  # its inputs were the scaler's unnamed outputs, as in the in-memory pipeline
             estimator.__dict__.pop("feature_names_in_", None)
-        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
+        model = model_of(estimator)
         if rank == 0:  # rank 0 scores the held-out rows; the other ranks are done
             for chunk in test.iter_chunks(unknown=unknown):
                 score.add(model, chunk.X, chunk.y)
@@ -143,10 +148,12 @@ def _fit_model(args, source, estimator, scale, world, report):
             raise CommandLineError(f"the {n_train} training rows hold one class ({listing(trained.tolist())}); "
                                    f"the others ({others}) are only on held-out rows: give more rows of "
                                    "them, or lower --test-size.")
-        model = Pipeline(steps + [(name.lower(), estimator)]) if scale else estimator
         start = time.perf_counter()
-        model.fit(X[~held_out], y[~held_out])
+        if scale:
+            leave_unscaled(scaler.fit(X[~held_out]), unscaled)
+        estimator.fit(scaler.transform(X[~held_out]) if scale else X[~held_out], y[~held_out])
         seconds = time.perf_counter() - start
+        model = model_of(estimator)
         if n_test:
             score.add(model, X[held_out], y[held_out])
     warn_unknown_categories(unknown, source.encoding, "held-out row", "the training rows do not have")
@@ -192,6 +199,9 @@ def fit_command(args):
     settings = parse_settings(args.set)
     if not 0 <= args.test_size < 1:
         raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
+    if args.task != "auto" and (args.model, args.task) not in estimators():
+        raise CommandLineError(f"--model {args.model} fits regression only and --task {args.task} was asked for; "
+                               "use --model rffnet or --model ridge.")
     with process_group(_backend(settings.get("device", "cpu"))) as (rank, world_size):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
@@ -203,13 +213,13 @@ def fit_command(args):
                             drop_missing_target=args.missing == "encode",
                             learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         _refuse_overwriting(args.output, source.files)
-        kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
+        kind, values, n_rows, numbers_in_text, n_distinct, fractional = summarise_target(source)
         if n_rows == 0:
             raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
         if values is not None and len(values) == 1:
             raise CommandLineError(f"the target {args.target!r} holds one value ({listing(values)}) on all "
                                    f"{n_rows} rows: there is nothing to predict.")
-        task, why = choose_task(args.task, kind, values, numbers_in_text, n_rows, n_distinct)
+        task, why = choose_task(args.task, kind, values, numbers_in_text, n_rows, n_distinct, fractional)
         if (args.model, task) not in estimators():
             raise CommandLineError(f"--model {args.model} fits regression only and the task is "
                                    f"{task} ({why}); use --model rffnet or --model ridge.")
@@ -243,10 +253,11 @@ def fit_command(args):
     return 0
 
 
-def _read_ids(source, columns, outputs):
+def _read_ids(source, columns, outputs, to_csv):
     """The ``--id`` columns of every file of ``source``, in its row order, as one Arrow table: each
     as written (a CSV's as text), and as integers where every text is an integer's own (no leading
-    zero or sign, within int64), so that identifiers are copied exactly."""
+    zero or sign, within int64), so that identifiers are copied exactly. A nested column (a list,
+    a struct) is refused for a CSV output (``to_csv``), which cannot hold it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -258,11 +269,43 @@ def _read_ids(source, columns, outputs):
         table = source.read_columns(columns, text=True)
     except DataSourceError as error:
         raise CommandLineError(f"--id: {error}") from None
+    nested = [field for field in table.schema if pa.types.is_nested(field.type)]
+    if nested and to_csv:
+        raise CommandLineError(f"--id {nested[0].name!r} is a column of type {nested[0].type}, which a CSV file "
+                               "cannot hold; write the predictions to a .parquet file.")
     for j, column in enumerate(table.columns):
         if pa.types.is_string(column.type) and pc.all(pc.match_substring_regex(
                 column, r"^(0|[1-9][0-9]{0,17})$")).as_py() is not False:
             table = table.set_column(j, table.field(j).name, pc.cast(column, pa.int64()))
     return table
+
+
+#: The advice of the data layer's messages that only ``rffkit fit`` (or Python) can follow, and what
+#: ``rffkit predict`` and ``score`` say instead: the model's columns and encoding are fixed.
+_REFIT_WITHOUT = "the model needs the column: correct it in the data, or refit the model without it (rffkit fit ... " \
+    "--exclude COL)"
+_NEW_DATA_ADVICE = (
+    (f"fit an encoding that covers it, or {LEAVE_OUT}", _REFIT_WITHOUT),
+    (LEAVE_OUT, _REFIT_WITHOUT),
+    (DROP_OR_ENCODE, "the model was fitted with --missing error, so it has no encoding for missing values: fill them "
+     "in or drop their rows, or refit the model with rffkit fit ... --missing encode (the default)"),
+    ("refit the encoding on these data", "refit the model on data that hold such values (rffkit fit)"),
+)
+
+
+@contextlib.contextmanager
+def _new_data_errors():
+    """Re-raise a :class:`DataSourceError` of reading new data for a model (predict, score) with
+    advice that applies there (:data:`_NEW_DATA_ADVICE`)."""
+    try:
+        yield
+    except ColumnNotFoundError:
+        raise  # the commands say which columns the data lack
+    except DataSourceError as error:
+        message = str(error)
+        for advice, instead in _NEW_DATA_ADVICE:
+            message = message.replace(advice, instead)
+        raise CommandLineError(message) from None
 
 
 def predict_command(args):
@@ -281,15 +324,16 @@ def predict_command(args):
         raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
     encoding = ColumnEncoding.from_dict(bundle["encoding"])
     try:
-        source = open_table(args.data, encoding=encoding, delimiter=args.delimiter, decimal=args.decimal)
+        with _new_data_errors():
+            source = open_table(args.data, encoding=encoding, delimiter=args.delimiter, decimal=args.decimal)
     except ColumnNotFoundError as error:
         raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
     _refuse_overwriting(args.output, [args.model, *source.files])
     name = f"predicted_{meta['target']}"
     outputs = [name, *(f"proba_{label}" for label in meta["classes"])] if args.proba else [name]
-    ids = _read_ids(source, args.id, outputs) if args.id else None
+    ids = _read_ids(source, args.id, outputs, PREDICTION_FORMATS[extension] == "csv") if args.id else None
     written, writer, unknown = 0, None, {}
-    with replaced_atomically(args.output) as temporary:
+    with replaced_atomically(args.output) as temporary, _new_data_errors():
         try:
             for chunk in source.iter_chunks(unknown=unknown):
                 columns = {} if ids is None else dict(zip(args.id, ids.take(chunk.rows).columns))
@@ -321,27 +365,34 @@ def score_command(args):
     meta, model = bundle["meta"], bundle["estimator"]
     target = meta["target"]
     try:
-        source = open_table(args.data, target=target, encoding=ColumnEncoding.from_dict(bundle["encoding"]),
-                            delimiter=args.delimiter, decimal=args.decimal, drop_missing_target=True)
+        with _new_data_errors():
+            source = open_table(args.data, target=target, encoding=ColumnEncoding.from_dict(bundle["encoding"]),
+                                delimiter=args.delimiter, decimal=args.decimal, drop_missing_target=True)
     except ColumnNotFoundError as error:
         what = "the target" if f"target column {target!r}" in str(error) else "every column the model was trained on"
         raise CommandLineError(f"the data do not hold {what}: {error} rffkit score needs labelled rows; rffkit "
                                "predict predicts unlabelled ones.") from None
+    if source.n_rows == 0:  # one pass over the target, before the predictions
+        raise CommandLineError(f"no row of the data has a target: {target!r} is missing on all {source.n_dropped} "
+                               "rows, and rffkit score needs labelled rows; rffkit predict predicts unlabelled ones.")
     score, unknown = HeldOutScore(meta["task"]), {}
-    for chunk in source.iter_chunks(unknown=unknown):
-        y = chunk.y
-        if meta["task"] == "regression" and y.dtype.kind not in "fiub":
-            raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
-        score.add(model, chunk.X, y)
+    with _new_data_errors():
+        for chunk in source.iter_chunks(unknown=unknown):
+            y = chunk.y
+            if meta["task"] == "regression" and y.dtype.kind not in "fiub":
+                raise CommandLineError(f"the target {target!r} of the data holds text; the model is a regression.")
+            score.add(model, chunk.X, y)
     warn_unknown_categories(unknown, source.encoding)
+    unfitted = score.unfitted_labels(meta["classes"]) if meta["task"] == "classification" else None
     result = {"model_file": args.model, "data": source.files, "target": target, "task": meta["task"],
               "n_rows": score.n, "n_rows_dropped": source.n_dropped, "score": score.result(),
+              "labels_not_fitted": {str(label): count for label, count in score.unfitted.items()} or None,
               "held_out_score_at_fit": meta.get("score")}
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     shown = ", ".join(os.path.basename(path) for path in source.files[:3]) + (", ..." if len(source.files) > 3 else "")
-    print(f"score on {score.n} rows of {shown}: {describe_score(result['score'])}")
+    print(f"score on {score.n} rows of {shown}: {describe_score(result['score'], unfitted)}")
     if source.n_dropped:
         print(f"left out: {source.n_dropped} row{'s' if source.n_dropped > 1 else ''} whose target is missing")
     if meta.get("n_test"):

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from ._cli_support import describe_score
+from ._cli_support import describe_score, unscaled_inputs
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._validation import final_estimator
 from .cli import one_line
@@ -99,8 +99,9 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     """Record and print what ``rffkit fit`` reads and fits, before the fit starts.
 
     The files, rows and columns of ``source``, the one-hot encoded columns, the task
-    (``why``: the reason for it), the model (after a StandardScaler when ``scale``) and
-    the hold-out of ``args.test_size`` with seed ``args.random_state``.
+    (``why``: the reason for it), the model (after a StandardScaler when ``scale``, which
+    leaves the inputs of 0s and 1s as they are) and the hold-out of ``args.test_size`` with
+    seed ``args.random_state``.
     """
     files = source.files
     report.data.update(target=args.target, task=task, task_reason=why, data=files, n_rows=n_rows,
@@ -142,7 +143,11 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
                     "(a (missing) category in a text column; in a numeric one the column's mean and a 0/1 "
                     "column that marks the rows)")
     report.line(f"task: {task} ({why})")
-    report.line(f"model: {describe_estimator(estimator)}" + (" on standardised columns" if scale else ""))
+    kept = [source.feature_names[j] for j in unscaled_inputs(source)] if scale else []
+    report.data.update(unscaled_inputs=kept)
+    report.line(f"model: {describe_estimator(estimator)}" + (" on standardised columns" if scale else "")
+                + (f" ({len(kept)} of 0s and 1s as they are: one-hot, missing-value indicators, booleans)"
+                   if kept else ""))
     report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "
                 f"with seed {args.random_state}); the model is fitted on the others"
                 if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")

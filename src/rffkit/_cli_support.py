@@ -1,6 +1,7 @@
 """What ``rffkit fit`` and the other commands build on, apart from argument parsing.
 
-The task rule, ``--set`` parsing, the check whether an estimator fits from a data source,
+The columns the StandardScaler of the ridge models leaves as they are, the task rule, ``--set``
+parsing, the check whether an estimator fits from a data source,
 the hold-out split as a source of its own (:class:`RowSplit`), the held-out score
 accumulated chunk by chunk, relevances per original column, the torch.distributed group
 under torchrun, model files of the command line and atomic output files.
@@ -18,14 +19,15 @@ import warnings
 
 import numpy as np
 
-from ._io_base import PLACEHOLDER_IN_FILE, NumbersInText, at_row
+from ._encoding import MISSING
+from ._io_base import PLACEHOLDER_IN_FILE, NumbersInText, at_row, listing, short
 from ._streaming import validation_mask
 from ._validation import final_estimator
-from .cli import MAX_AUTO_CLASSES, CommandLineError
+from .cli import MAX_AUTO_CLASSES, CommandLineError, one_line
 from .io import ArraySource, Chunk, ColumnEncoding, TableSource
 from .persistence import ModelFileError, load
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators",
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators", "unscaled_inputs", "leave_unscaled",
            "parse_settings", "configure", "summarise_target", "choose_task", "takes_sources",
            "RowSplit", "HeldOutScore", "predictions", "describe_score", "column_relevances",
            "load_model", "replaced_atomically"]
@@ -46,12 +48,31 @@ def estimators():
     from .srff import SRFFRegressor
 
     # RFFNet and SRFF standardise their inputs themselves; the ridge models use one length
-    # scale for every column, so a StandardScaler goes in front of them.
+    # scale for every column, so a StandardScaler goes in front of them (of all but the 0/1
+    # columns: unscaled_inputs).
     return {("rffnet", "regression"): (RFFNetRegressor, False),
             ("rffnet", "classification"): (RFFNetClassifier, False),
             ("ridge", "regression"): (RFFRidge, True),
             ("ridge", "classification"): (RFFClassifier, True),
             ("srff", "regression"): (SRFFRegressor, False)}
+
+
+def unscaled_inputs(source):
+    """The positions of the inputs of ``source`` that hold 0 and 1, and the command line's StandardScaler
+    leaves as they are (:func:`leave_unscaled`): one-hot columns, missing-value indicators and booleans.
+    Standardised, such a column makes a rare value a large number (a 1 on 3 rows of 400 becomes about
+    11.5), which puts its rows far from every other in the kernel's distance."""
+    encoding, kinds = source.encoding, source._kinds
+    return [j for j, (name, column) in enumerate(zip(encoding.output_names, encoding.groups))
+            if column in encoding.categories or (name == f"{column}={MISSING}" and column in encoding.indicators)
+            or (name == column and kinds.get(column) == "bool")]
+
+
+def leave_unscaled(scaler, positions):
+    """The fitted StandardScaler ``scaler``, made to leave the inputs at ``positions`` as they are (mean 0,
+    scale 1)."""
+    scaler.mean_[positions], scaler.scale_[positions] = 0.0, 1.0
+    return scaler
 
 
 # -- the pieces of `rffkit fit` ---------------------------------------------------------------
@@ -106,43 +127,53 @@ MAX_CLASSES = 1000
 
 
 def summarise_target(source):
-    """One pass over the target column: ``(kind, values, rows, numbers_in_text, n_distinct)``.
+    """One pass over the target column: ``(kind, values, rows, numbers_in_text, n_distinct, fractional)``.
 
     ``kind`` is the numpy kind of its values, ``values`` the sorted distinct values (None
     if more than ``MAX_AUTO_CLASSES``), ``numbers_in_text`` what
     :meth:`NumbersInText.message` says of a text target that is a numeric column with a
     few other values in it (else None), ``n_distinct`` the number of distinct values (None
-    when not known: a numeric target of more than ``MAX_AUTO_CLASSES``, or a text target of
-    more than ``MAX_COUNTED_CLASSES``).
+    when not known: a numeric target of more than ``MAX_CLASSES``, or a text target of
+    more than ``MAX_COUNTED_CLASSES``), ``fractional`` whether a numeric target holds a
+    number that is not whole.
     """
-    kind, values, n_rows = None, set(), 0
+    kind, values, n_rows, fractional = None, set(), 0, False
     texts = set()  # a text target's distinct values, counted past MAX_AUTO_CLASSES
+    numbers = set()  # a numeric target's, counted up to MAX_CLASSES
     check = NumbersInText(source.target)
     for chunk in source.with_encoding(ColumnEncoding([])).iter_chunks():
         kind, n_rows = chunk.y.dtype.kind, n_rows + chunk.y.shape[0]
-        if values is None and kind not in "OUS":
-            continue  # a numeric target of many values: nothing left to learn from its chunks
+        if kind == "f":
+            fractional = fractional or bool(np.any(chunk.y != np.floor(chunk.y)))
+        if values is None and kind not in "OUS" and numbers is None:
+            continue  # a numeric target of many values: nothing left to learn from its chunks but the above
         distinct = np.unique(chunk.y).tolist()
         if kind in "OUS":
             check.update(distinct, lambda value: at_row(np.flatnonzero(chunk.y == value)[0], chunk.rows))
             if texts is not None:
                 texts.update(distinct)
                 texts = texts if len(texts) <= MAX_COUNTED_CLASSES else None
+        elif numbers is not None:
+            numbers.update(distinct)
+            numbers = numbers if len(numbers) <= MAX_CLASSES else None
         if values is not None:
             values.update(distinct)
             values = values if len(values) <= MAX_AUTO_CLASSES else None
-    n_distinct = len(values) if values is not None else len(texts) if kind in "OUS" and texts is not None else None
-    return kind, None if values is None else sorted(values), n_rows, check.message(PLACEHOLDER_IN_FILE), n_distinct
+    counted = texts if kind is not None and kind in "OUS" else numbers
+    n_distinct = len(values) if values is not None else len(counted) if counted is not None else None
+    return (kind, None if values is None else sorted(values), n_rows, check.message(PLACEHOLDER_IN_FILE), n_distinct,
+            fractional)
 
 
-def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_distinct=None):
+def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_distinct=None, fractional=None):
     """The task and why: text or booleans, or at most 20 whole numbers, make classes.
 
     Whole numbers make classes only where there are at least twice as many rows
     (``n_rows``) as values, as in scikit-learn's ``type_of_target``; a classification
     whose classes have fewer rows than that on average (``n_distinct`` values: names,
     addresses, one per row) is an error, as no class could be learned, and so is one of more
-    than ``MAX_CLASSES`` classes. A text target of
+    than ``MAX_CLASSES`` classes, or one asked for a target of numbers that are not all whole
+    (``fractional``; None: judged from ``values``). A text target of
     numbers with a few other values (``numbers_in_text``, the message of
     :func:`summarise_target`) is an error unless the classification is asked for.
 
@@ -164,6 +195,12 @@ def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_di
         task = "classification"
     else:
         whole = values is not None and all(float(value).is_integer() for value in values)
+        fractional = values is not None and not whole if fractional is None else fractional
+        if requested == "classification" and fractional:
+            count = f"{n_distinct:,}" if n_distinct is not None else f"more than {MAX_CLASSES:,}"
+            raise CommandLineError(f"the target holds numbers that are not whole ({count} distinct values), and a "
+                                   "classification needs labels: whole numbers, text or booleans; use --task "
+                                   "regression, or make the target classes (round or bin it) in the data.")
         if whole:
             why = f"the target holds {len(values)} distinct whole numbers (at most {MAX_AUTO_CLASSES} make classes)"
             if too_few:
@@ -270,11 +307,13 @@ def predictions(model, X, method="predict"):
 
 
 class HeldOutScore:
-    """R^2 and RMSE, or accuracy and log-loss, accumulated over chunks of held-out rows."""
+    """R^2 and RMSE, or accuracy and log-loss, accumulated over chunks of held-out rows; ``unfitted``
+    counts the rows of each label that is none of the model's classes (the first 20 such labels),
+    ``n_unfitted`` the rows of all of them."""
 
     def __init__(self, task):
         self.task, self.n, self.sums = task, 0, np.zeros(4)
-        self.shift, self.log_loss_defined = None, True
+        self.shift, self.log_loss_defined, self.unfitted, self.n_unfitted = None, True, {}, 0
 
     def add(self, model, X, y):
         self.n += y.shape[0]
@@ -286,9 +325,26 @@ class HeldOutScore:
         position = {label: j for j, label in enumerate(np.asarray(model.classes_).tolist())}
         index = np.array([position.get(label, -1) for label in y.tolist()])
         self.log_loss_defined &= bool((index >= 0).all())
+        self.n_unfitted += int(np.count_nonzero(index < 0))
+        for label, count in zip(*np.unique(y[index < 0], return_counts=True)):
+            label = label.item() if isinstance(label, np.generic) else label
+            if label in self.unfitted or len(self.unfitted) < 20:
+                self.unfitted[label] = self.unfitted.get(label, 0) + int(count)
         probability = predictions(model, X, "predict_proba")[np.arange(y.shape[0]), np.maximum(index, 0)]
         self.sums += [np.count_nonzero(predictions(model, X) == y),
                       -np.log(np.clip(probability, 1e-15, 1.0)).sum(), 0.0, 0.0]
+
+    def unfitted_labels(self, classes):
+        """What the rows whose label is none of ``classes`` (the model's) hold, or None without such rows."""
+        if not self.unfitted:
+            return None
+        rows = self.n_unfitted
+        labels = ", ".join(f"{label!r} ({count} row{'s' if count > 1 else ''})"
+                           for label, count in self.unfitted.items())
+        which = f"every one of the {self.n} rows holds" if rows == self.n else \
+            f"{rows} of the {self.n} rows hold{'s' if rows == 1 else ''}"
+        return (f"{which} a label the model was not fitted on: {labels}{', ...' if len(self.unfitted) == 20 else ''}; "
+                f"its classes are {listing(classes)}")
 
     def result(self):
         if self.n == 0:
@@ -301,15 +357,17 @@ class HeldOutScore:
                 "log_loss": float(self.sums[1] / self.n) if self.log_loss_defined else None}
 
 
-def describe_score(score):
-    """``'R^2 0.452, RMSE 55.3'`` or ``'accuracy 0.950, log-loss 0.141'``."""
+def describe_score(score, unfitted=None):
+    """``'R^2 0.452, RMSE 55.3'`` or ``'accuracy 0.950, log-loss 0.141'``. ``unfitted``, when given,
+    says why a log-loss is undefined (:meth:`HeldOutScore.unfitted_labels`); by default, as of a fit,
+    a held-out class that the training rows do not have."""
     if score is None:
         return "none (no held-out rows)"
     if "r2" in score:
         r2 = "undefined (constant target)" if score["r2"] is None else f"{score['r2']:.3f}"
         return f"R^2 {r2}, RMSE {score['rmse']:.4g}"
-    loss = "undefined (a held-out class is not among the training classes)" \
-        if score["log_loss"] is None else f"{score['log_loss']:.3f}"
+    why = unfitted or "a held-out class is not among the training classes"
+    loss = f"undefined ({why})" if score["log_loss"] is None else f"{score['log_loss']:.3f}"
     return f"accuracy {score['accuracy']:.3f}, log-loss {loss}"
 
 
@@ -335,8 +393,15 @@ def column_relevances(estimator, groups):
     return dict(sorted(zip(names, grouped.tolist()), key=lambda item: -item[1]))
 
 
+#: The entries of a model file's ``meta`` that the commands read, with the types they must have.
+_META_TYPES = {"target": str, "task": str, "task_reason": str, "data": list, "n_rows": int, "columns": list,
+               "feature_names": list, "estimator": str, "classes": (list, type(None)), "n_train": int, "n_test": int,
+               "test_size": (int, float), "random_state": int, "score": (dict, type(None)),
+               "fit_seconds": (int, float), "world_size": int, "command": str}
+
+
 def load_model(path):
-    """The dict ``rffkit fit`` saved at ``path``; errors say what else the file is."""
+    """The dict ``rffkit fit`` saved at ``path``, checked; errors say what else the file is or what it lacks."""
     if not os.path.isfile(path):
         raise CommandLineError(f"no model file at {path!r}.")
     bundle = load(path)
@@ -345,10 +410,63 @@ def load_model(path):
         raise ModelFileError(f"{path!r} holds a {kind} saved by rffkit.save, not a model written by "
                              "rffkit fit (which also stores the columns and their encoding); load "
                              "it in Python with rffkit.load, or fit one with rffkit fit.")
-    if bundle.get("version", 0) > MODEL_VERSION:
+    version = bundle.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > MODEL_VERSION:
         raise ModelFileError(f"{path!r} was written by a newer rffkit (command-line model version "
                              f"{bundle['version']}; this one reads {MODEL_VERSION}); upgrade rffkit.")
+    _check_model(path, bundle)
     return bundle
+
+
+def _check_model(path, bundle):
+    """Raise naming what of a model file's dict ``bundle`` is missing, of the wrong type, or at odds
+    with the rest: a file edited by hand (with its digest recomputed) or written by another program."""
+
+    def invalid(what):
+        return ModelFileError(f"{path!r} is not a valid rffkit model file: {what}; fit the model again with "
+                              "rffkit fit.")
+
+    lacking = [key for key in ("version", "estimator", "encoding", "meta") if key not in bundle]
+    if lacking:
+        raise invalid(f"it lacks {listing(lacking)}")
+    version, meta, estimator = bundle["version"], bundle["meta"], bundle["estimator"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise invalid(f"its version is {short(version)}, not a positive integer")
+    for key in ("meta", "encoding"):
+        if not isinstance(bundle[key], dict):
+            raise invalid(f"its {key} is a {type(bundle[key]).__name__}, not a dict")
+    lacking = [key for key in _META_TYPES if key not in meta]
+    if lacking:
+        raise invalid(f"its meta lacks {listing(lacking)}")
+    for key, kinds in _META_TYPES.items():
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        if not isinstance(meta[key], kinds) or isinstance(meta[key], bool):
+            raise invalid(f"its meta's {key!r} is {short(meta[key])}, not of type "
+                          + " or ".join(kind.__name__ for kind in kinds))
+    if meta["task"] not in ("regression", "classification") \
+            or (meta["task"] == "classification") != isinstance(meta["classes"], list):
+        raise invalid(f"its meta's task is {short(meta['task'])}, with classes {short(meta['classes'])}")
+    try:
+        encoding = ColumnEncoding.from_dict(bundle["encoding"])
+    except KeyError as error:
+        raise invalid(f"its encoding lacks {error}") from None
+    except (TypeError, ValueError) as error:
+        raise invalid(f"its encoding cannot be read ({one_line(error).rstrip('.')})") from None
+    names = encoding.output_names
+    if names != meta["feature_names"] or list(encoding.columns) != meta["columns"]:
+        raise invalid(f"its encoding makes the inputs {listing(names)}, but its meta says the model was fitted on "
+                      f"{listing(meta['feature_names'])}")
+    if not hasattr(estimator, "predict"):
+        raise invalid(f"its estimator is a {type(estimator).__name__}, which does not predict")
+    classes = np.asarray(getattr(estimator, "classes_", [])).tolist()
+    if meta["task"] == "classification" and classes != meta["classes"]:
+        raise invalid(f"its estimator's classes are {listing(classes)}, but its meta says {listing(meta['classes'])}")
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if getattr(estimator, "n_features_in_", len(names)) != len(names) or (
+            fitted is not None and list(fitted) != names):
+        raise invalid(f"its estimator was fitted on {getattr(estimator, 'n_features_in_', '?')} inputs"
+                      + ("" if fitted is None else f" ({listing(fitted)})")
+                      + f", and its encoding makes {len(names)} ({listing(names)})")
 
 
 @contextlib.contextmanager

@@ -23,13 +23,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._io_base import (
-    DROP_TARGET, LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, NumbersInText, at_row,
-    check_finite, check_no_nulls, short, warn_user,
+    DROP_TARGET, LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, TO_UTF8, DataSourceError, NumbersInText,
+    at_row, check_finite, check_no_nulls, short, warn_user,
 )
 
 __all__ = ["TIME_UNITS", "as_text", "category_text", "codes_as_numbers", "column_kind", "date_columns", "date_format",
-           "merge_kinds", "number_text", "numbers", "target_present", "target_values", "text_column_numbers",
-           "text_dates", "text_numbers", "text_reads_as_numbers", "text_values", "warn_date_doubt"]
+           "merge_kinds", "not_utf8", "number_text", "numbers", "target_present", "target_values",
+           "text_column_numbers", "text_dates", "text_numbers", "text_reads_as_numbers", "text_values",
+           "warn_date_doubt"]
 
 
 #: Each kind with the Arrow type tests that make a column of it, in the order they are tried.
@@ -338,6 +339,21 @@ def category_text(value):
         return as_text(pa.array([value])).to_pylist()[0]
     except (pa.ArrowException, TypeError, ValueError):
         raise ValueError(f"a category must be text, a number, a boolean or a date; got {short(value)}.") from None
+
+
+def not_utf8(path, column, batches):
+    """The :class:`DataSourceError` of a CSV ``column`` of the file ``path`` that the reader found not to be
+    UTF-8 text, naming its first such value and line; ``batches`` are the column's, read as binary."""
+    line = 2  # the header is line 1
+    for batch in batches:
+        for value in batch.column(0).to_pylist():
+            try:
+                _ = value is None or value.decode("utf-8")
+            except UnicodeDecodeError:
+                return DataSourceError(f"{path!r} is not UTF-8 text: column {column!r} holds {short(value)} on line "
+                                       f"{line}; {TO_UTF8}.")
+            line += 1
+    return DataSourceError(f"{path!r} is not UTF-8 text: column {column!r} holds bytes of another encoding; {TO_UTF8}.")
 
 
 def merge_kinds(first, second):

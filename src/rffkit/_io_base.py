@@ -106,6 +106,11 @@ class LateTextError(DataSourceError):
         self.path, self.column, self.value = path, column, value
 
 
+#: What the messages about a file that is not UTF-8 text advise.
+TO_UTF8 = ("convert the file to UTF-8, the encoding rffkit reads (from Latin-1, for instance: "
+           "iconv -f latin1 -t utf-8 FILE > NEW)")
+
+
 def read_error(path, exc, names=None):
     """The :class:`DataSourceError` (:class:`LateTextError` for text in a column of numbers) of Arrow's
     read error ``exc`` on the file ``path``; ``names``, the file's columns, name the column of a CSV error."""
@@ -113,6 +118,15 @@ def read_error(path, exc, names=None):
     value = re.search(r"conversion error.*invalid value '(.*)'$", message)
     column = re.search(r"CSV column #(\d+)", message)
     name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
+    repeated = re.search(r"multiple columns named (.*)$", message)
+    if repeated:  # a CSV header
+        return _repeated(path, repeated.group(1), "more than once")
+    if "invalid UTF8" in message:  # a CSV block after the first that holds bytes of another encoding
+        line = re.search(r"Row #(\d+)", message)
+        return DataSourceError(f"cannot read {path!r}: it is not UTF-8 text"
+                               + (f": column {name!r}" if name is not None else "")
+                               + (f" holds bytes of another encoding on line {line.group(1)}" if line else "")
+                               + f"; {TO_UTF8}.")
     if name is not None:
         message += f" (column #{column.group(1)} is {name!r})"
     if re.search(r"CSV parse error: .*Expected \d+ columns, got \d+", message):
@@ -126,6 +140,43 @@ def read_error(path, exc, names=None):
         if name is not None and value:
             return LateTextError(f"cannot read {path!r}: {message}", path, name, value.group(1))
     return DataSourceError(f"cannot read {path!r}: {message}")
+
+
+def check_names(path, schema):
+    """Raise when the column names of the file ``path`` (its Arrow ``schema``) are not UTF-8 text, or
+    name one column more than once."""
+    try:
+        names = schema.names
+    except UnicodeDecodeError as exc:
+        raise DataSourceError(f"{path!r} is not UTF-8 text: its header holds the column name {short(exc.object)}; "
+                              f"{TO_UTF8}.") from None
+    counts = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    repeated = [name for name, count in counts.items() if count > 1]
+    if repeated:
+        raise _repeated(path, repeated[0], "twice" if counts[repeated[0]] == 2 else f"{counts[repeated[0]]} times",
+                        repeated[1:])
+
+
+def _repeated(path, name, times, others=()):
+    """The error of a file whose column ``name`` appears ``times`` (and the names ``others`` too)."""
+    return DataSourceError(f"column {name!r} appears {times} in {path!r}"
+                           + (f" (and {listing(others)} more than once too)" if others else "")
+                           + "; columns are read by their names: give each its own name.")
+
+
+def check_delimiter(path, header, delimiter, candidates):
+    """Raise when the first line ``header`` of the CSV file ``path`` holds no ``delimiter`` (the table's)
+    but some of the other ``candidates``: a file of the table written in another dialect."""
+    counts = {candidate: header.count(candidate) for candidate in candidates if candidate != delimiter}
+    other = max(counts, key=counts.get)
+    if counts[other] and delimiter not in header:
+        raise DataSourceError(
+            f"the header of {path!r} delimits its fields by {other!r}, not by {delimiter!r} (the delimiter given, or "
+            "that of the table's first file): the files of one table share one delimiter and decimal point; rewrite "
+            "the files that differ, or give the delimiter the files use (delimiter= in Python, --delimiter on the "
+            "command line).")
 
 
 def short(value, limit=60):

@@ -26,10 +26,11 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
 from ._column_kinds import (
-    TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, text_reads_as_numbers, warn_date_doubt,
+    TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, not_utf8, text_reads_as_numbers, warn_date_doubt,
 )
 from ._io_base import (
-    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, listing, public_in_io, read_error, short,
+    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_delimiter, check_names, listing,
+    public_in_io, read_error, short,
 )
 
 __all__ = ["CSVDialect", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file"]
@@ -181,18 +182,23 @@ def _fragment(path, dialect, column_types=None, row_groups=None):
 
 def inspect_file(path, dialect):
     """Schema and Parquet row-group sizes of one file (Parquet when ``dialect`` is None, else CSV in
-    that :class:`CSVDialect`), with readable errors."""
+    that :class:`CSVDialect`), with readable errors: a column name twice, a CSV header that is not
+    UTF-8 or is delimited otherwise than ``dialect`` says (a shard written in another dialect)."""
     if os.path.getsize(path) == 0:
         raise DataSourceError(f"{path!r} is empty (0 bytes); remove it or write data into it.")
     try:
         fragment = _fragment(path, dialect)
         schema = fragment.physical_schema
-        if dialect is not None:
-            return schema, None
-        metadata = fragment.metadata
-        return schema, tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
+        groups = None if dialect is not None else tuple(
+            fragment.metadata.row_group(g).num_rows for g in range(fragment.metadata.num_row_groups))
     except (pa.ArrowException, OSError) as exc:
+        if dialect is not None:
+            check_delimiter(path, (_first_lines(path) or [""])[0], dialect.delimiter, (",", *_DELIMITERS))
         raise read_error(path, exc) from None
+    check_names(path, schema)
+    if dialect is not None and len(schema.names) == 1:
+        check_delimiter(path, (_first_lines(path) or [""])[0], dialect.delimiter, (",", *_DELIMITERS))
+    return schema, groups
 
 
 def _batches(fragment, columns, batch_rows, path, names=None):
@@ -254,8 +260,8 @@ class TableLayout:
                 extra = [name for name in schema.names if name not in available]
                 if extra:
                     raise SchemaMismatchError(
-                        f"column {extra[0]!r} is in {path!r} but not in {self.files[0]!r}; pass "
-                        "features=[...] to use only common columns.")
+                        f"column {extra[0]!r} is in {path!r} but not in {self.files[0]!r}; give the common "
+                        "columns as features (features=[...] in Python, --features on the command line).")
         else:
             features = [features] if isinstance(features, str) else list(features)
             self._refuse_absent(features, "feature")
@@ -384,12 +390,14 @@ class TableLayout:
                 continue
             witness = self.files[0], self.schemas[0].field(column).type
             merged = column_kind(witness[1])
-            for path, schema in zip(self.files[1:], self.schemas[1:]):
+            for path, schema in zip(self.files, self.schemas):
                 if column not in schema.names:
-                    raise SchemaMismatchError(
-                        f"column {column!r} is in {self.files[0]!r} but not in {path!r}; "
-                        "the shards of one table need the same columns.")
+                    raise self._not_in(column, path)
                 type_ = schema.field(column).type
+                if self.format != "parquet" and (pa.types.is_binary(type_) or pa.types.is_large_binary(type_)):
+                    # what a CSV reader makes of text in another encoding than UTF-8
+                    raise not_utf8(path, column, _batches(_fragment(path, self.dialect, {column: pa.binary()}),
+                                                          [column], 65_536, path))
                 kind = merge_kinds(merged, column_kind(type_))
                 if kind is None:
                     raise SchemaMismatchError(
@@ -399,6 +407,10 @@ class TableLayout:
                     merged, witness = kind, (path, type_)
             kinds[column] = merged
         return kinds
+
+    def _not_in(self, column, path):
+        return SchemaMismatchError(f"column {column!r} is in {self.files[0]!r} but not in {path!r}; the shards of "
+                                   "one table need the same columns.")
 
     def count_rows(self, column_types):
         """Rows in all files (CSV: one parsing pass, read with ``column_types``), cached."""
@@ -418,13 +430,23 @@ class TableLayout:
         self._refuse_absent(columns, "the")
         tables = []
         for path, schema in zip(self.files, self.schemas):
+            absent = [column for column in columns if column not in schema.names]
+            if absent:
+                raise self._not_in(absent[0], path)
             try:
                 types = dict.fromkeys(columns, pa.string()) if text else None
                 tables.append(_fragment(path, self.dialect, types).to_table(columns=columns))
             except (pa.ArrowException, OSError) as exc:
                 raise read_error(path, exc, schema.names) from None
         if len({table.schema for table in tables}) > 1:
-            tables = [table.cast(pa.schema([(c, pa.string()) for c in columns])) for table in tables]
+            for k, path in enumerate(self.files):
+                for j, column in enumerate(columns):
+                    try:
+                        tables[k] = tables[k].set_column(j, column, pc.cast(tables[k].column(j), pa.string()))
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        raise SchemaMismatchError(
+                            f"shards disagree on column {column!r}, which is {tables[k].field(j).type} in {path!r}: "
+                            "it cannot be read as text, as the others are.") from None
         return pa.concat_tables(tables)
 
     def has_rows(self, column):

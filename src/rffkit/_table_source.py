@@ -163,7 +163,10 @@ class TableSource:
         Raises
         ------
         ColumnNotFoundError
-            A column is not in the files.
+            A column is not in the first file.
+        SchemaMismatchError
+            Another file lacks a column, or holds one that cannot be read as text where the
+            files disagree on its type; the message names that file.
         DataSourceError
             A file cannot be read (a CSV column read as numbers holds text further down).
         """

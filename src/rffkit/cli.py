@@ -71,9 +71,11 @@ def _csv_options(parser):
 FIT_EPILOG = f"""\
 task: --task auto makes a classification of a target that holds text or booleans, or at
   most {MAX_AUTO_CLASSES} distinct whole numbers on at least twice as many rows; any other numeric
-  target is a regression. Classes of fewer than two rows on average (names) are an error.
+  target is a regression. Classes of fewer than two rows on average (names) are an error, and
+  so is --task classification of numbers that are not whole.
 models: --model rffnet is RFFNetRegressor or RFFNetClassifier; ridge is RFFRidge (regression)
-  or RFFClassifier, both after a StandardScaler; srff is SRFFRegressor (regression only).
+  or RFFClassifier, both after a StandardScaler of every input but those of 0s and 1s (one-hot
+  columns, missing-value indicators, booleans); srff is SRFFRegressor (regression only).
   Text columns are one-hot encoded, and so are the columns named by --categorical: codes
   stored as numbers (a subject, site or ZIP code) whose order and distances mean nothing.
   Relevances are reported per original column, the shares of its one-hot columns combined
@@ -170,7 +172,8 @@ def build_parser():
     score = commands.add_parser(
         "score", help="score a saved model on labelled CSV/Parquet files",
         description="The score of a model saved by rffkit fit on data that hold its target column: R^2 "
-                    "and RMSE, or accuracy and log-loss. Rows whose target is missing are left out.")
+                    "and RMSE, or accuracy and log-loss. Rows whose target is missing are left out (all of "
+                    "them is an error).")
     score.add_argument("model", metavar="MODEL")
     score.add_argument("data", nargs="+", metavar="DATA")
     score.add_argument("--json", action="store_true", help="print the result as JSON")
