@@ -3,7 +3,11 @@
 - Fewer than 2 rows: a ValueError for every regressor and classifier; the transformers fit
   on one row. SRFF's validation search needs 2 training rows after its hold-out.
 - Under 20 rows, or under 10 rows in a class: a SmallSampleWarning, issued only when the
-  fit succeeded; 20 rows and 10 per class: none.
+  fit succeeded, at the line that called fit, whether the rows are arrays or streamed (a
+  memory map, a source of rffkit.io); 20 rows and 10 per class: none.
+- A classifier's labels: a missing one (None, NaN, pandas' NA) is an error counting them and
+  naming the first row; integers in an object array are labels 0, 1, ...; pandas' nullable
+  Int64 and boolean labels come back from predict as NumPy ints and booleans.
 - A column of strings: a ValueError naming the column (by name in a DataFrame, by position
   in an array) and the encoders to use; a regressor's string target: one naming y.
 - Messages never print whole arrays: a 1-D X of 1,000 values gives a message of a few
@@ -29,6 +33,7 @@ from rffkit import (
     SRFFRegressor,
 )
 from rffkit.exceptions import SmallSampleWarning
+from rffkit.io import ArraySource
 
 SUPERVISED = [
     RFFRidge(features=RandomFourierFeatures(n_components=16), random_state=0),
@@ -116,6 +121,42 @@ def test_a_failing_small_fit_raises_its_error_alone(estimator):
         with pytest.raises(ValueError, match=r"X holds a missing value \(NaN\) in column 0 at row 0"):
             clone(estimator).fit(X, _target(estimator, 5, rng))
     assert not [w for w in caught if w.category is SmallSampleWarning]
+
+
+# the estimators whose fit streams a memory map or a source (RFFRidge's streamed fit does not warn yet)
+STREAMED = [e for e in SUPERVISED if isinstance(e, (RFFClassifier, RFFNetClassifier, RFFNetRegressor))] + [
+    RFFNetClassifier(n_components=16, max_iter=5, random_state=0),  # 'varpro'
+    RFFNetRegressor(n_components=16, max_iter=5, solver="adam", random_state=0),
+]
+
+
+def _streamed(kind, X, y, tmp_path):
+    if kind == "source":
+        return ArraySource(X, y), None
+    mapped = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64, shape=X.shape)
+    mapped[:] = X
+    return mapped, y
+
+
+@pytest.mark.parametrize("kind", ["source", "memmap"])
+@pytest.mark.parametrize("estimator", STREAMED, ids=lambda e: _ids(e) + f"-{getattr(e, 'solver', 'lbfgs')}")
+def test_a_streamed_fit_warns_as_a_fit_on_arrays(estimator, kind, tmp_path):
+    # was: no SmallSampleWarning at all for a memory map or a source
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(12, 3)), _target(estimator, 12, rng)
+    model = clone(estimator)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(*_streamed(kind, X, y, tmp_path))
+    small = [w for w in caught if w.category is SmallSampleWarning]
+    assert model.n_rows_seen_ == 12
+    assert len(small) == 1 and "fitted on 12 rows; under 20" in str(small[0].message)
+    assert small[0].filename == __file__
+    if is_classifier(estimator):
+        X, y = rng.normal(size=(40, 3)), np.array(["common"] * 33 + ["rare"] * 7)
+        with pytest.warns(SmallSampleWarning, match="class 'rare' has only 7 rows; under 10 per class") as caught:
+            clone(estimator).fit(*_streamed(kind, X, y, tmp_path))
+        assert all(w.filename == __file__ for w in caught if w.category is SmallSampleWarning)
 
 
 @pytest.mark.parametrize("estimator", ALL, ids=_ids)
@@ -234,6 +275,50 @@ def test_labels_mixing_strings_and_numbers_are_named(estimator):
     y = np.array(["a", 1] * 15, dtype=object)
     with pytest.raises(ValueError, match="y mixes strings and other labels"):
         clone(estimator).fit(X, y)
+
+
+CLASSIFIERS = [e for e in SUPERVISED if is_classifier(e)]
+
+
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=_ids)
+def test_integer_labels_in_an_object_array_are_labels(estimator):
+    # was: scikit-learn's "Unknown label type: unknown" (its LogisticRegression refuses them too)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.array([0, 1] * 20, dtype=object)
+    model = clone(estimator).fit(X, y)
+    assert model.classes_.tolist() == [0, 1] and model.classes_.dtype.kind == "i"
+    assert set(model.predict(X).tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize("labels", [
+    np.array(["a", "b"] * 9 + [None, "b"], dtype=object),
+    np.array(["a", "b"] * 9 + [np.nan, "b"], dtype=object),
+    np.array([0.0, 1.0] * 9 + [np.nan, 1.0]),
+    pd.Series(["a", "b"] * 9 + [None, "b"], dtype="string"),
+    pd.Series(pd.Categorical(["a", "b"] * 9 + [None, "b"])),
+    pd.Series([0, 1] * 9 + [None, 1], dtype="Int64"),
+], ids=["None", "nan-among-strings", "nan", "pandas-string", "categorical", "Int64"])
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=_ids)
+def test_missing_labels_are_counted_and_the_first_row_named(estimator, labels):
+    # was: scikit-learn's "Input contains NaN" or pandas' "boolean value of NA is ambiguous"
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = labels.copy()
+    y[4] = y[18]  # two missing labels, the first at row 4
+    with pytest.raises(ValueError, match=rf"{type(estimator).__name__}: y holds 2 missing labels \(the first, "
+                                         r".*, at row 4, counting from 0\); drop those rows"):
+        clone(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "boolean"])
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=_ids)
+def test_nullable_pandas_labels_come_back_as_numpy_labels_of_their_kind(estimator, dtype):
+    # was: classes_ and predict in float64 (0.0, 1.0), as scikit-learn's LogisticRegression gives
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = pd.Series(X[:, 0] > 0, dtype=dtype) if dtype == "boolean" else pd.Series((X[:, 0] > 0) * 3, dtype=dtype)
+    model = clone(estimator).fit(X, y)
+    expected = np.dtype(bool) if dtype == "boolean" else np.dtype(np.int64)
+    assert model.classes_.dtype == expected and model.predict(X).dtype == expected
+    assert model.classes_.tolist() == ([False, True] if dtype == "boolean" else [0, 3])
 
 
 @pytest.mark.parametrize("estimator", ALL, ids=_ids)

@@ -259,7 +259,7 @@ def test_arrays_and_frames_with_nan_get_the_column_row_and_way_out():
     with pytest.raises(ValueError, match=r"y holds a missing value \(NaN\) at row 11 \(counting from 0; "
                        r"1 row has one\); drop the rows whose target is missing"):
         RFFNetRegressor().fit(np.nan_to_num(X), y)
-    with pytest.raises(ValueError, match=r"RFFNetClassifier: y holds a missing value \(NaN\) at row 11"):
+    with pytest.raises(ValueError, match=r"RFFNetClassifier: y holds 1 missing label \(nan, at row 11, counting"):
         RFFNetClassifier().fit(np.nan_to_num(X), y)
     with pytest.raises(ValueError, match="Input X contains infinity"):  # not a missing value: scikit-learn's message
         RFFNetRegressor().fit(np.where(np.isnan(X), np.inf, X), rng.normal(size=40))

@@ -4,16 +4,24 @@ Objective equivalence: ``LogisticRegression(C)`` minimises
 ``C sum_i loss_i + ||w||^2 / 2``, i.e. ``mean_i loss_i + ||w||^2 / (2 C n)``, so
 ``alpha = 1 / (C n)``. Both solvers run to tight tolerances; coefficients agree to
 atol 1e-4 and probabilities to atol 1e-5 in float64 (L-BFGS stopping differences).
+
+float32 L-BFGS stops where no step lowers the float32 objective (gradients of 1e-6 to 1e-5):
+converged, without a ConvergenceWarning; its probabilities are within 1e-3 of float64's.
 """
+
+import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import SplineTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
 from rffkit import RandomFourierFeatures, RFFClassifier
+from rffkit.io import ArraySource
 
 
 def make_problem(n=150, n_classes=2, seed=0, labels=None):
@@ -99,3 +107,50 @@ def test_errors_are_actionable():
         model.predict(X[:, :1])
     with pytest.warns(ConvergenceWarning, match="increase max_iter"):
         RFFClassifier(max_iter=1, tol=0.0, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("n_classes, alpha", [(2, 1e-3), (3, 1e-4)])
+def test_a_float32_fit_converged_to_its_precision_does_not_warn(n_classes, alpha):
+    # was: ConvergenceWarning "gradient 1.46e-06 > tol=1e-06" on these fits, where L-BFGS stalled on float32 rounding
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000 if n_classes == 2 else 500, 5))
+    if n_classes == 2:
+        y = (X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=X.shape[0]) > 0).astype(int)
+    else:
+        y = np.digitize(X[:, 0] + X[:, 1] ** 2, [0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model32 = RFFClassifier(alpha=alpha, random_state=0).fit(X.astype(np.float32), y)
+        model64 = RFFClassifier(alpha=alpha, random_state=0).fit(X, y)
+    assert model32.n_iter_ < model32.max_iter
+    np.testing.assert_allclose(model32.predict_proba(X.astype(np.float32)), model64.predict_proba(X), atol=1e-3)
+    for dtype in (np.float32, np.float64):  # a fit stopped by max_iter still warns
+        with pytest.warns(ConvergenceWarning, match="stopped after 2 iterations"):
+            RFFClassifier(alpha=alpha, max_iter=2, random_state=0).fit(X.astype(dtype), y)
+
+
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix])
+def test_a_sparse_x_is_made_dense_unless_the_feature_map_reads_sparse_input(container):
+    # was: TypeError "Sparse data was passed for X, but dense data is required" from the default feature map
+    X, y = make_problem()
+    dense = RFFClassifier(random_state=0).fit(X, y)
+    sparse = RFFClassifier(random_state=0).fit(container(X), y)
+    np.testing.assert_array_equal(sparse.coef_, dense.coef_)
+    np.testing.assert_array_equal(sparse.predict_proba(container(X)), dense.predict_proba(X))
+    np.testing.assert_array_equal(sparse.predict(container(X)), dense.predict(X))
+    # RBFSampler reads sparse X as it is: the same features up to rounding
+    reads_sparse = dict(features=RBFSampler(n_components=30, random_state=1), tol=1e-9, max_iter=2000)
+    on_sparse = RFFClassifier(**reads_sparse).fit(container(X), y)
+    np.testing.assert_allclose(on_sparse.predict_proba(container(X)),
+                               RFFClassifier(**reads_sparse).fit(X, y).predict_proba(X), atol=1e-8)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_convergence_warning_points_at_the_line_that_called_fit(streamed):
+    # was: logistic.py (in memory) and _classifier_stream.py (streamed)
+    X, y = make_problem()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        RFFClassifier(max_iter=2, random_state=0).fit(*((ArraySource(X, y), None) if streamed else (X, y)))
+    caught = [w for w in caught if w.category is ConvergenceWarning]
+    assert len(caught) == 1 and caught[0].filename == __file__

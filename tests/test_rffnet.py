@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -379,6 +380,28 @@ def test_iterative_solvers_warn_when_they_stop_on_max_iter():
                         prune_relevances=False).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="Adam stopped"):
         RFFNetClassifier(solver="adam", max_iter=2, random_state=0).fit(X, y > 0)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("solver", ["varpro", "adam"])
+@pytest.mark.parametrize("Estimator", [RFFNetRegressor, RFFNetClassifier])
+def test_fit_warnings_point_at_the_line_that_called_fit(Estimator, solver, streamed):
+    # was: sklearn/base.py (the ConvergenceWarning, in memory), rffkit's own files (streamed, and the
+    # warning about a parameter of the other solver)
+    from sklearn.exceptions import ConvergenceWarning
+
+    from rffkit.io import ArraySource
+
+    X, y = make_jordan_se1(200, random_state=0)
+    y = y > 0 if Estimator is RFFNetClassifier else y
+    other = dict(batch_size=16) if solver == "varpro" else dict(prune_relevances=False)
+    model = Estimator(solver=solver, max_iter=1, n_components=16, random_state=0, **other)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(*((ArraySource(X, y), None) if streamed else (X, y)))
+    for category, text in [(ConvergenceWarning, "stopped on max_iter=1"), (UserWarning, "applies to solver=")]:
+        found = [w for w in caught if w.category is category and text in str(w.message)]
+        assert found and all(w.filename == __file__ for w in found), [(w.filename, w.message) for w in caught]
 
 
 # -- bad input -----------------------------------------------------------------------

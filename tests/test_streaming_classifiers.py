@@ -191,6 +191,19 @@ def test_bad_streamed_labels_get_clear_errors():
         model.predict(ArraySource(X[:, :3]))
 
 
+def test_missing_streamed_labels_are_named_with_their_row():
+    # was: TypeError "'<' not supported between instances of 'NoneType' and 'str'" from NumPy's sort
+    X, labels = make_data(300)
+    y = labels.astype(object)
+    y[[120, 250]] = None
+    for model in (RFFClassifier(), RFFNetClassifier(**NETWORK)):
+        with pytest.raises(ValueError, match=rf"{type(model).__name__}: y holds 1 missing label in rows 100 to 199 "
+                                             r"\(None, at row 120, counting from 0\); drop those rows"):
+            model.fit(ArraySource(X, y, chunk_rows=100))
+    integers = RFFClassifier(random_state=0).fit(ArraySource(X, (X[:, 0] > 0).astype(int).astype(object)))
+    assert integers.classes_.tolist() == [0, 1] and integers.classes_.dtype.kind == "i"
+
+
 # -- two processes --------------------------------------------------------------------------------
 LINEAR = dict(features=RandomFourierFeatures(n_components=60, length_scale=2.0), alpha=1e-3, tol=1e-8,
               max_iter=2000, random_state=0)

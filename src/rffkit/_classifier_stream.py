@@ -49,7 +49,9 @@ from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_l
 from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
-from ._validation import as_tensor, one_class_error, prediction_chunks, resolve_device, torch_generator
+from ._labels import classifier_labels
+from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, resolve_device, torch_generator,
+                          warn_if_few_rows)
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -60,9 +62,10 @@ __all__ = ["class_labels", "encode_labels", "label_pass", "fit_rffnet_classifier
 PRECONDITIONER_ROWS = 10_000
 
 
-def class_labels(owner, y):
-    """A chunk's labels as a 1-D array; a target with fractional (or non-finite) values is refused."""
-    y = np.asarray(y)
+def class_labels(owner, y, rows=None):
+    """A chunk's labels as a 1-D array (:func:`~rffkit._labels.classifier_labels`: a missing label is an error
+    naming its row of ``rows``); a target with fractional (or infinite) values is refused."""
+    y = np.asarray(classifier_labels(owner, y, rows))
     if y.ndim != 1:
         raise ValueError(f"{owner}: a classifier takes one label column; got target values of shape {y.shape}.")
     if y.dtype.kind == "f":
@@ -103,7 +106,8 @@ class LabelPass:
 def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
     """One pass: the moments of ``X``, the class set and counts, the row counts and the sample.
 
-    ``sample_rows`` = (training rows, validation rows) of the sample.
+    ``sample_rows`` = (training rows, validation rows) of the sample. Too few rows, or rows
+    of a class, give the fit's :class:`~rffkit.exceptions.SmallSampleWarning`, as in memory.
     """
     rank, world_size = world()
     x_moments = RunningMoments()
@@ -111,7 +115,7 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
     values, counts = [], []
     n_rows = n_validation = 0
     for chunk in source.iter_chunks(rank=rank, world_size=world_size):
-        y = class_labels(owner, chunk.y)
+        y = class_labels(owner, chunk.y, chunk.rows)
         x_moments.update(chunk.X)
         unique, number = np.unique(y, return_counts=True)
         values.append(unique)
@@ -137,6 +141,7 @@ def label_pass(source, owner, *, sample_rows, validation_fraction, seed):
     merged.counts = np.bincount(inverse.ravel(), weights=every_count, minlength=merged.classes.shape[0]).astype(int)
     if merged.classes.shape[0] < 2:
         raise one_class_error(owner, merged.classes[0])
+    warn_if_few_rows(owner, merged.n_rows, merged.classes, merged.counts)
     pieces = [sample.result() for sample in merged_samples if sample.n_seen]
     if pieces:
         X, y, rows = (np.concatenate([piece[k] for piece in pieces]) for k in range(3))
@@ -152,6 +157,7 @@ def fit_rffnet_classifier_stream(estimator, X, y):
 
     owner = type(estimator).__name__
     settings = estimator._settings
+    estimator._resolve_solver(estimator._hidden_sizes())  # warns about set parameters of 'adam' only
     source, device, budget, (split_seed, layer_seed, torch_seed), fraction = _stream.fit_setup(estimator, X, y)
     sizes = _stream.STREAM_SETTINGS
     with FitProgress(owner, estimator.verbose) as progress:
@@ -225,7 +231,6 @@ def fit_rffnet_classifier_stream(estimator, X, y):
 def fit_rff_classifier_stream(estimator, X, y):
     """Fit an RFFClassifier on a source: its feature map, then L-BFGS on every row. Returns it."""
     from sklearn.exceptions import ConvergenceWarning
-    import warnings
 
     from .io import TableSource
     from .ridge import _default_features, _dense, _feature_map
@@ -256,9 +261,8 @@ def fit_rff_classifier_stream(estimator, X, y):
     W, b, info = problem.minimise(float(estimator.alpha), curvature, W, b, max_iter=estimator.max_iter,
                                   tol=estimator.tol, fit_intercept=estimator.fit_intercept)
     if not info["converged"]:
-        warnings.warn(f"{owner}: L-BFGS stopped after {info['n_iter']} iterations with gradient "
-                      f"{info['gradient']:.2e} > tol={estimator.tol:g}; increase max_iter or tol.",
-                      ConvergenceWarning)
+        fit_warning(f"{owner}: L-BFGS stopped after {info['n_iter']} iterations with gradient "
+                    f"{info['gradient']:.2e} > tol={estimator.tol:g}; increase max_iter or tol.", ConvergenceWarning)
     estimator.classes_ = first.classes
     estimator.features_ = features
     estimator.coef_ = np.ascontiguousarray(W.cpu().numpy().T)

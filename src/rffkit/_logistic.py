@@ -77,7 +77,7 @@ def _sample_losses(logits, target):
 
 
 def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, max_iter=500, tol=1e-6,
-                      preconditioner=None, history_size=20):
+                      preconditioner=None, history_size=20, return_converged=False):
     """Minimise :func:`logistic_objective` by full-batch L-BFGS from ``(weights, bias)``.
 
     SciPy's L-BFGS-B drives the iterations on a float64 vector; the objective and its
@@ -107,6 +107,8 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
         identity (``r = D``).
     history_size : int, default=20
         L-BFGS memory.
+    return_converged : bool, default=False
+        Return whether the solve converged as well.
 
     Returns
     -------
@@ -117,6 +119,11 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
     gradient_norm : float
         The largest absolute gradient entry at the returned point, in the solved
         coordinates.
+    converged : bool
+        Only with ``return_converged``: the gradient met ``tol``, or L-BFGS stopped before
+        its limits (``max_iter`` iterations, ``2 max_iter`` evaluations) because no step
+        lowers the objective as computed in the dtype of ``Z`` any more: the minimum to
+        that precision, which float32 may reach above ``tol``.
     """
     from scipy.optimize import minimize
 
@@ -167,7 +174,13 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
     gamma = solution[:size].reshape(shape).to(start.dtype)
     intercept = solution[size:].to(dtype) if fit_intercept else fixed_bias
     objective(result.x)  # the gradient at the returned point
-    return to_weights(gamma), intercept, max(int(result.nit), 1), last["gradient"]
+    solved = to_weights(gamma), intercept, max(int(result.nit), 1), last["gradient"]
+    if not return_converged:
+        return solved
+    # SciPy's status 1: the iterations or evaluations ran out; else, short of tol, no step lowered the objective
+    # (ftol=0): the line search failed (2) or the objective did not decrease (0)
+    stalled = int(result.status) != 1 and np.isfinite(last["gradient"])
+    return (*solved, bool(last["gradient"] <= tol or stalled))
 
 
 @torch.no_grad()
@@ -201,7 +214,8 @@ def _as_target(labels, n_classes, dtype, device):
     return torch.as_tensor(labels, device=device).long()
 
 
-def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, dtype, device):
+def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, dtype, device,
+                 return_converged=False):
     """Minimise :func:`logistic_objective` by full-batch L-BFGS from zero.
 
     Parameters
@@ -216,6 +230,8 @@ def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, d
         As in :class:`~rffkit.RFFClassifier`.
     dtype, device : torch.dtype, torch.device
         Where and in which precision to compute.
+    return_converged : bool, default=False
+        Return whether L-BFGS converged as well (see :func:`minimise_logistic`).
 
     Returns
     -------
@@ -227,6 +243,9 @@ def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, d
         L-BFGS iterations run.
     gradient_norm : float
         The largest absolute gradient entry at the returned point.
+    converged : bool
+        Only with ``return_converged``: the gradient met ``tol``, or no step lowers the
+        objective in ``dtype`` any more (:func:`minimise_logistic`).
 
     Examples
     --------
@@ -244,7 +263,7 @@ def fit_logistic(Z, labels, n_classes, *, alpha, fit_intercept, max_iter, tol, d
     weights = torch.zeros(Zt.shape[1], n_out, dtype=dtype, device=device)
     bias = torch.zeros(n_out, dtype=dtype, device=device)
     return minimise_logistic(Zt, target, alpha, weights=weights, bias=bias, fit_intercept=fit_intercept,
-                             max_iter=max_iter, tol=tol)
+                             max_iter=max_iter, tol=tol, return_converged=return_converged)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import dataclasses
 import inspect
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +38,7 @@ from ._validation import (
     CPUPicklingMixin,
     as_tensor,
     draw_seeds,
+    fit_warning,
     inference_device,
     resolve_device,
     standardisation,
@@ -191,23 +191,22 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         return None
 
     def _warn_if_not_converged(self, history, solver, head=None):
-        """ConvergenceWarning when a solver stopped on its iteration limit."""
+        """ConvergenceWarning when a solver stopped on its iteration limit, at the user's call of ``fit``
+        (:func:`~rffkit._validation.fit_warning`), whichever fit path (in memory or streamed) reports it."""
         name = type(self).__name__
         if history.stopped_on_max_iter:
             what = "Adam" if solver == "adam" else "the last stage of the relevance search (L-BFGS)"
-            warnings.warn(
+            fit_warning(
                 f"{name}: {what} stopped on max_iter={self.max_iter} while still improving; "
                 "increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=5,
             )
         if head is not None and not getattr(head, "converged", True):
-            warnings.warn(
+            fit_warning(
                 f"{name}: the fit of the logistic head at alpha={head.alpha:g} stopped after "
                 f"{head.n_iter} iterations without meeting its tolerance (nearly separable classes); "
                 "a larger alpha helps.",
                 ConvergenceWarning,
-                stacklevel=5,
             )
 
     # -- the fit, top to bottom ---------------------------------------------------------------------
@@ -436,12 +435,11 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         defaults = {name: p.default for name, p in inspect.signature(BaseRFFNet.__init__).parameters.items()}
         for name in _VARPRO_ONLY if solver == "adam" else _ADAM_ONLY:
             if getattr(self, name) != defaults[name]:
-                warnings.warn(
+                fit_warning(
                     f"{type(self).__name__}: {name}={getattr(self, name)!r} applies to "
                     f"solver={'varpro' if solver == 'adam' else 'adam'!r} only; the solver used, {solver!r}, "
                     "ignores it.",
                     UserWarning,
-                    stacklevel=4,
                 )
         return solver
 

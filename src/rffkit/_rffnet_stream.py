@@ -60,7 +60,7 @@ from ._streaming import BottomKSample, RunningMoments, numeric_target, validatio
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
 from ._validation import (
-    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, torch_generator,
+    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, torch_generator, warn_if_few_rows,
 )
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
@@ -177,6 +177,7 @@ def _first_pass(source, owner, *, sample_rows, validation_fraction, seed):
         merged.y_moments.merge(part[1])
         merged.n_rows += part[3]
         merged.n_validation += part[4]
+    warn_if_few_rows(owner, merged.n_rows)  # as the fit on arrays does
     pieces = [sample.result() for sample in merged_samples if sample.n_seen]
     if pieces:
         X, y, rows = (np.concatenate([piece[k] for piece in pieces]) for k in range(3))

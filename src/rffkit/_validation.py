@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numbers
 import threading
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -25,6 +24,7 @@ from sklearn.utils.validation import validate_data
 
 from ._input_messages import check_text_columns, locate_nan, regression_target
 from ._input_messages import short_value as _short
+from ._labels import check_label_types, classifier_labels
 from .exceptions import SmallSampleWarning
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
     "check_finite_features",
     "check_grid_range",
     "deferred_warnings",
+    "fit_warning",
+    "warn_if_few_rows",
     "SEED_BOUND",
     "draw_seeds",
     "standardisation",
@@ -102,10 +104,19 @@ def deferred_warnings():
         _deferred.pending = outer
 
 
-def _warn(message, category):
+def fit_warning(message, category=UserWarning):
+    """Warn about a fit at the user's line that called ``fit``.
+
+    Inside a fit decorated by :func:`rffkit._guards.atomic_fit` the warning is held back
+    (:func:`deferred_warnings`) and issued once the fit has succeeded, at the caller of
+    ``fit``; elsewhere it points at the first frame outside rffkit
+    (:func:`rffkit._io_base.warn_user`).
+    """
     pending = getattr(_deferred, "pending", None)
     if pending is None:
-        warnings.warn(message, category, stacklevel=4)
+        from ._io_base import warn_user
+
+        warn_user(message, category)
     else:
         pending.append((message, category))
 
@@ -128,21 +139,6 @@ def _check_magnitude(owner, name, values, computed_in=None):
         )
 
 
-def _check_label_types(owner, y):
-    """Class labels of one kind: all strings or all numbers (NumPy cannot sort a mix)."""
-    array = np.asarray(y)
-    if array.dtype.kind != "O":
-        return
-    text = [isinstance(value, str) for value in array.ravel()]
-    if any(text) and not all(text):
-        example_text = array.ravel()[text.index(True)]
-        example_other = array.ravel()[text.index(False)]
-        raise ValueError(
-            f"{owner}: y mixes strings and other labels (e.g. {_short(example_text)} and {_short(example_other)}); "
-            "class labels must be all strings or all numbers."
-        )
-
-
 def one_class_error(owner, label):
     """The error for a classification target whose every row is the class ``label``."""
     return ValueError(f"{owner}: the target holds only one class ({_short(label)}); classification needs at "
@@ -150,23 +146,33 @@ def one_class_error(owner, label):
 
 
 def _warn_if_small(owner, classifier, y, n_samples):
+    labels = counts = None
     if classifier:
-        _check_label_types(owner, y)
+        check_label_types(owner, y)
         check_classification_targets(y)
-    if n_samples < RELIABLE_SAMPLES:
-        _warn(
-            f"{owner}: fitted on {n_samples} rows; under {RELIABLE_SAMPLES} the fitted model (its relevances, "
+        labels, counts = np.unique(np.asarray(y), return_counts=True)
+    warn_if_few_rows(owner, n_samples, labels, counts)
+
+
+def warn_if_few_rows(owner, n_rows, classes=None, counts=None):
+    """:class:`~rffkit.exceptions.SmallSampleWarning` (by :func:`fit_warning`) for a fit on ``n_rows`` rows.
+
+    Under :data:`RELIABLE_SAMPLES` rows it warns; else, for a classifier (its ``classes`` and
+    their ``counts`` of rows given), when a class has fewer than :data:`RELIABLE_SAMPLES_PER_CLASS`.
+    Fits on arrays call it from :func:`check_input`, streamed fits after their first pass.
+    """
+    if n_rows < RELIABLE_SAMPLES:
+        fit_warning(
+            f"{owner}: fitted on {n_rows} rows; under {RELIABLE_SAMPLES} the fitted model (its relevances, "
             "its alpha, any validation split) rests on too few points to be reliable.",
             SmallSampleWarning,
         )
-    elif classifier:
-        labels, counts = np.unique(np.asarray(y), return_counts=True)
-        if counts.min() < RELIABLE_SAMPLES_PER_CLASS:
-            _warn(
-                f"{owner}: class {_short(labels[np.argmin(counts)])} has only {counts.min()} rows; under "
-                f"{RELIABLE_SAMPLES_PER_CLASS} per class the fitted classifier is unreliable.",
-                SmallSampleWarning,
-            )
+    elif counts is not None and np.min(counts) < RELIABLE_SAMPLES_PER_CLASS:
+        fit_warning(
+            f"{owner}: class {_short(classes[np.argmin(counts)])} has only {np.min(counts)} rows; under "
+            f"{RELIABLE_SAMPLES_PER_CLASS} per class the fitted classifier is unreliable.",
+            SmallSampleWarning,
+        )
 
 
 def check_finite_features(owner, features, *, inputs="X"):
@@ -223,7 +229,8 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
     classifier (``reset=True`` and a ``y``) fewer than :data:`MIN_FIT_SAMPLES` rows are an
     error and fewer than :data:`RELIABLE_SAMPLES` rows (or :data:`RELIABLE_SAMPLES_PER_CLASS`
     in a class) a :class:`~rffkit.exceptions.SmallSampleWarning`, issued once the fit
-    succeeds (see :func:`deferred_warnings`); a classifier's ``y`` must be class labels.
+    succeeds (see :func:`deferred_warnings`); a classifier's ``y`` must be class labels, none
+    missing, and comes back as NumPy labels of their own kind (:func:`rffkit._labels.classifier_labels`).
     """
     owner = type(estimator).__name__
     supervised = reset and not (isinstance(y, str) and y == "no_validation") and y is not None
@@ -232,6 +239,8 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
         check_params.setdefault("ensure_min_samples", MIN_FIT_SAMPLES)
         if is_regressor(estimator):
             y = regression_target(owner, y)
+        elif is_classifier(estimator):
+            y = classifier_labels(owner, y)
     if densify:
         check_params.setdefault("accept_sparse", ("csr", "csc", "coo"))
     # validate_data's finiteness test sums X, which warns on inf - inf before its own error

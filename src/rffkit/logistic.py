@@ -8,7 +8,6 @@ its L-BFGS solver, :func:`fit_logistic`, lives with the other logistic numerics 
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,7 +22,7 @@ from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
 from ._rffnet_stream import is_stream
-from ._validation import FLOAT32_MAX, check_input, one_class_error, resolve_device, torch_dtype_for
+from ._validation import FLOAT32_MAX, check_input, fit_warning, one_class_error, resolve_device, torch_dtype_for
 from .ridge import fitted_features
 
 __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
@@ -34,7 +33,9 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
 
     Minimises ``(1/n) sum_i loss(y_i, W^T z(x_i) + b) + (alpha / 2) ||W||_F^2`` by
     full-batch L-BFGS in torch on ``device``, where ``z`` is any feature transformer
-    of this library (sparse output is densified).
+    of this library (sparse output is densified). A sparse ``X`` is handed to a feature
+    map that accepts sparse input (its ``input_tags.sparse``) as it is, and made dense
+    for the others (the default random Fourier features among them).
 
     Parameters
     ----------
@@ -49,7 +50,10 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
     max_iter : int, default=500
         Maximum number of L-BFGS iterations.
     tol : float, default=1e-6
-        Stop when the largest absolute gradient entry falls below ``tol``.
+        Stop when the largest absolute gradient entry falls below ``tol``, or when no
+        step lowers the objective in the precision of ``X`` any more (float32 input may
+        stop there above ``tol``): both count as converged, and only a fit stopped by
+        ``max_iter`` warns (``ConvergenceWarning``).
     device : str, default='cpu'
         Torch device ('cpu', 'cuda', 'cuda:N' or 'auto').
     random_state : int, RandomState instance or None, default=None
@@ -139,15 +143,17 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A sparse matrix is made dense unless the feature map accepts sparse input.
             A source or a memory map is streamed (split over the ranks of an
             initialised process group): the feature map is fitted on the first chunk,
             and every L-BFGS evaluation is one pass over the rows, preconditioned by the
             Hessian of a sample (:mod:`rffkit._classifier_stream`); ``tol`` then bounds
             the gradient in the preconditioned coordinates.
         y : array-like of shape (n_samples,), default=None
-            Labels of any type; ``predict`` returns them as given. None when ``X`` is a
-            source, which carries its own.
+            Labels of any type, none missing; ``predict`` returns them as given (pandas'
+            nullable ``Int64`` and ``boolean`` columns as NumPy ints and booleans). None
+            when ``X`` is a source, which carries its own.
 
         Returns
         -------
@@ -156,9 +162,8 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         if is_stream(X):
             return fit_rff_classifier_stream(self, X, y)
         self.__dict__.pop("n_rows_seen_", None)
-        X, y = check_input(
-            self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], ensure_min_samples=2
-        )
+        X, y = check_input(self, X, y, accept_sparse=("csr", "csc"), densify=not _takes_sparse(self.features),
+                           dtype=[np.float64, np.float32], ensure_min_samples=2)
         check_classification_targets(y)
         classes, labels = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
@@ -168,12 +173,12 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         np_dtype = np.float32 if X.dtype == np.float32 else np.float64
         Z = Z.toarray() if sp.issparse(Z) else Z
         Z = np.asarray(Z, dtype=np_dtype)
-        weights, bias, n_iter, gradient = fit_logistic(
+        weights, bias, n_iter, gradient, converged = fit_logistic(
             Z, labels, classes.shape[0], alpha=float(self.alpha), fit_intercept=self.fit_intercept,
-            max_iter=self.max_iter, tol=self.tol, dtype=torch_dtype_for(X), device=device,
+            max_iter=self.max_iter, tol=self.tol, dtype=torch_dtype_for(X), device=device, return_converged=True,
         )
-        if not gradient <= self.tol:
-            warnings.warn(
+        if not converged:
+            fit_warning(
                 f"{type(self).__name__}: L-BFGS stopped after {n_iter} iterations with gradient "
                 f"{gradient:.2e} > tol={self.tol:g}; increase max_iter or tol.",
                 ConvergenceWarning,
@@ -204,7 +209,8 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if is_stream(X):
             return per_chunk(self, X, self._decision_rows)
-        X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, accept_sparse=("csr", "csc"), densify=not _takes_sparse(self.features_),
+                        dtype=[np.float64, np.float32], reset=False)
         return self._decision_rows(X)
 
     def _decision_rows(self, X):
@@ -269,3 +275,16 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         index = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # handed to a feature map that reads it, else made dense
+        return tags
+
+
+def _takes_sparse(features):
+    """Whether the feature map ``features`` reads sparse input (None, the default random Fourier features, does not)."""
+    try:
+        return features is not None and bool(features.__sklearn_tags__().input_tags.sparse)
+    except AttributeError:  # a transformer without scikit-learn's tags
+        return False
