@@ -123,8 +123,8 @@ def test_a_failing_small_fit_raises_its_error_alone(estimator):
     assert not [w for w in caught if w.category is SmallSampleWarning]
 
 
-# the estimators whose fit streams a memory map or a source (RFFRidge's streamed fit does not warn yet)
-STREAMED = [e for e in SUPERVISED if isinstance(e, (RFFClassifier, RFFNetClassifier, RFFNetRegressor))] + [
+# the estimators whose fit streams a memory map or a source
+STREAMED = [e for e in SUPERVISED if isinstance(e, (RFFClassifier, RFFNetClassifier, RFFNetRegressor, RFFRidge))] + [
     RFFNetClassifier(n_components=16, max_iter=5, random_state=0),  # 'varpro'
     RFFNetRegressor(n_components=16, max_iter=5, solver="adam", random_state=0),
 ]

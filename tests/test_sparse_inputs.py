@@ -1,4 +1,5 @@
-"""Sparse X for the estimators whose kernel needs dense inputs (RFFNet, SRFF): densified, checked for memory."""
+"""Sparse X for the estimators whose kernel needs dense inputs (RFFNet, SRFF, and RFFRidge and RFFClassifier with
+their default features): densified, checked for memory."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ from sklearn.compose import make_column_transformer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-from rffkit import InsufficientMemoryError, RFFNetClassifier, RFFNetRegressor, SRFFRegressor
+from rffkit import InsufficientMemoryError, RFFNetClassifier, RFFNetRegressor, RFFRidge, SRFFRegressor
 from rffkit._memory import check_memory, estimate_peak_bytes
 
 
@@ -22,6 +23,7 @@ def _data(n=300, seed=0):
 @pytest.mark.parametrize("make", [
     lambda: RFFNetRegressor(random_state=0, alpha=1e-3, max_iter=10),
     lambda: SRFFRegressor(random_state=0, n_components=50, alphas=[1e-3], max_iter=10),
+    lambda: RFFRidge(random_state=0),  # was: a TypeError from the default feature map
 ])
 @pytest.mark.parametrize("container", [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix])
 def test_a_sparse_x_fits_and_predicts_as_its_dense_form(make, container):
@@ -48,15 +50,18 @@ def test_a_pipeline_with_a_sparse_one_hot_encoder_classifies():
 
 def test_the_memory_check_counts_the_dense_copy(monkeypatch):
     X = sp.random(1000, 400, density=0.01, format="csr", random_state=0)
-    for model in (RFFNetRegressor(), SRFFRegressor()):
+    for model in (RFFNetRegressor(), SRFFRegressor(), RFFRidge()):
         dense_need = estimate_peak_bytes(model, X.toarray())
         sparse_need = estimate_peak_bytes(model, X)
         assert sparse_need[0] == pytest.approx((dense_need[0] if dense_need else 0.0) + 8.0 * 1000 * 400)
     # a sparse table whose dense form would not fit is refused before anything is allocated
     monkeypatch.setattr("rffkit._memory.available_memory", lambda: 2_000_000)
     with pytest.raises(InsufficientMemoryError, match=r"a dense copy of the sparse 1,000 x 400 X.*RFFRidge or "
-                       "RFFClassifier, which fit sparse X"):
+                       "RFFClassifier with a feature map that reads sparse X"):
         check_memory(RFFNetRegressor(), X, method="predict")
+    from sklearn.kernel_approximation import RBFSampler
+
+    assert "dense copy" not in estimate_peak_bytes(RFFRidge(features=RBFSampler()), X)[1]
 
 
 def test_a_read_only_target_gives_no_torch_warning():

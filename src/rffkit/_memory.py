@@ -169,6 +169,8 @@ _FIT_ESTIMATES = {
 }
 #: Estimators that turn a sparse X into a dense array (:func:`rffkit._validation.check_input`, ``densify``).
 _DENSIFY_SPARSE = {"BaseRFFNet", "SRFFRegressor"}
+#: Estimators that do so unless their feature map reads sparse input (:func:`rffkit._validation.takes_sparse`).
+_DENSIFY_UNLESS_FEATURES_READ_SPARSE = {"RFFRidge", "RFFClassifier"}
 #: Estimators whose fit streams a memory map instead of loading it.
 _STREAMS_MEMORY_MAPS = {"RFFRidge", "RFFNetRegressor"}
 _TRANSFORM_ESTIMATES = {
@@ -211,11 +213,16 @@ def estimate_peak_bytes(estimator, X, method="fit"):
                 # parameters the validation that follows will refuse with its own message
                 return None
             break
-    if sp.issparse(X) and _DENSIFY_SPARSE.intersection(names):
+    from ._validation import takes_sparse
+
+    features = getattr(estimator, "features", None)
+    densified = _DENSIFY_SPARSE.intersection(names) or (
+        _DENSIFY_UNLESS_FEATURES_READ_SPARSE.intersection(names) and not takes_sparse(features))
+    if sp.issparse(X) and densified:
         dense = 8.0 * shape[0] * shape[1]
         what = f"a dense copy of the sparse {shape[0]:,} x {shape[1]} X"
-        remedy = ("give fewer columns (OneHotEncoder(max_categories=...)), or use RFFRidge or RFFClassifier, "
-                  "which fit sparse X")
+        remedy = ("give fewer columns (OneHotEncoder(max_categories=...)), or use RFFRidge or RFFClassifier with "
+                  "a feature map that reads sparse X (such as scikit-learn's RBFSampler)")
         found = (dense, what, remedy) if found is None else (found[0] + dense, f"{found[1]} and {what}", found[2])
     return found
 

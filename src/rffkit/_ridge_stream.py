@@ -36,7 +36,7 @@ from ._sufficient import (
     streamed_moments,
 )
 from ._validation import (
-    check_columns_seen_in_fit, check_input, prediction_chunks, resolve_device, seed_from_random_state,
+    check_columns_seen_in_fit, check_input, prediction_chunks, resolve_device, seed_from_random_state, warn_if_few_rows,
 )
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
@@ -170,6 +170,7 @@ def _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, *, 
     owner = type(estimator).__name__
     if train.count < 2:
         raise ValueError(f"{owner}: {train.count} training row(s); at least 2 are needed.")
+    warn_if_few_rows(owner, train.count + (0 if heldout is None else heldout.count))
     spectrum = train.spectrum()
     if estimator.alpha_selection is None:
         cv_values, best = None, np.zeros(train.n_targets, dtype=int)

@@ -43,6 +43,7 @@ __all__ = [
     "final_estimator",
     "standard_scale",
     "constant_columns",
+    "takes_sparse",
     "check_finite_features",
     "check_grid_range",
     "deferred_warnings",
@@ -376,6 +377,14 @@ def standard_scale(mean, std, dtype):
     scale = np.array(std, copy=True)
     scale[constant_columns(mean, std, dtype)] = 1.0
     return scale
+
+
+def takes_sparse(features):
+    """Whether the feature map ``features`` reads sparse input (None, the default random Fourier features, does not)."""
+    try:
+        return features is not None and bool(features.__sklearn_tags__().input_tags.sparse)
+    except AttributeError:  # a transformer without scikit-learn's tags
+        return False
 
 
 def torch_generator(seed, device="cpu"):

@@ -22,7 +22,9 @@ from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
 from ._rffnet_stream import is_stream
-from ._validation import FLOAT32_MAX, check_input, fit_warning, one_class_error, resolve_device, torch_dtype_for
+from ._validation import (
+    FLOAT32_MAX, check_input, fit_warning, one_class_error, resolve_device, takes_sparse, torch_dtype_for,
+)
 from .ridge import fitted_features
 
 __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
@@ -162,7 +164,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         if is_stream(X):
             return fit_rff_classifier_stream(self, X, y)
         self.__dict__.pop("n_rows_seen_", None)
-        X, y = check_input(self, X, y, accept_sparse=("csr", "csc"), densify=not _takes_sparse(self.features),
+        X, y = check_input(self, X, y, accept_sparse=("csr", "csc"), densify=not takes_sparse(self.features),
                            dtype=[np.float64, np.float32], ensure_min_samples=2)
         check_classification_targets(y)
         classes, labels = np.unique(y, return_inverse=True)
@@ -209,7 +211,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if is_stream(X):
             return per_chunk(self, X, self._decision_rows)
-        X = check_input(self, X, accept_sparse=("csr", "csc"), densify=not _takes_sparse(self.features_),
+        X = check_input(self, X, accept_sparse=("csr", "csc"), densify=not takes_sparse(self.features_),
                         dtype=[np.float64, np.float32], reset=False)
         return self._decision_rows(X)
 
@@ -280,11 +282,3 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # handed to a feature map that reads it, else made dense
         return tags
-
-
-def _takes_sparse(features):
-    """Whether the feature map ``features`` reads sparse input (None, the default random Fourier features, does not)."""
-    try:
-        return features is not None and bool(features.__sklearn_tags__().input_tags.sparse)
-    except AttributeError:  # a transformer without scikit-learn's tags
-        return False

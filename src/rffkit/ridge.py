@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _ridge_stream
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum
-from ._validation import SMALLEST_PENALTY, check_input, resolve_device, torch_dtype_for
+from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
 from .distributed import local
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
@@ -354,7 +354,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-            Training inputs (sparse when the feature map accepts it). A source or a memory map is streamed chunk by chunk (split
+            Training inputs (sparse: handed to a feature map that reads sparse input, else made dense). A source or a
+            memory map is streamed chunk by chunk (split
             over the ranks of an initialised process group); arrays are fitted in memory,
             unless ``alpha_selection='holdout'``, which always streams.
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
@@ -371,8 +372,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             with local():
                 return _ridge_stream.fit_stream(self, X, y)
         X, y = check_input(
-            self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
-            y_numeric=True, multi_output=True, ensure_min_samples=2,
+            self, X, y, accept_sparse=("csr", "csc"), densify=not takes_sparse(self.features),
+            dtype=[np.float64, np.float32], y_numeric=True, multi_output=True, ensure_min_samples=2,
         )
         alphas = self._check_alphas()
         device = resolve_device(self.device, owner=type(self).__name__)
@@ -462,7 +463,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         if _is_stream(X):
             return _ridge_stream.predict_stream(self, X)
-        X = check_input(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32], reset=False)
+        X = check_input(self, X, accept_sparse=("csr", "csc"), densify=not takes_sparse(self.features_),
+                        dtype=[np.float64, np.float32], reset=False)
         Z = self.features_.transform(X)
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
@@ -470,7 +472,5 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
-        tags.input_tags.sparse = self.features is not None and getattr(
-            self.features.__sklearn_tags__().input_tags, "sparse", False
-        )
+        tags.input_tags.sparse = True  # handed to a feature map that reads it, else made dense
         return tags
