@@ -624,15 +624,16 @@ def test_score_rates_a_saved_model_on_labelled_files(table_csv, tmp_path, capsys
 
 def test_predict_copies_identifiers_as_written(tmp_path, capsys):
     """--id columns are copied as the text of the CSV fields (leading zeros, exponents and codes past 2**63
-    kept), and as text where the shards disagree on their type; a Parquet column keeps its type."""
+    kept, and NA or null as text: only an empty field is missing), and as text where the shards disagree on
+    their type; a Parquet column keeps its type."""
     rng = np.random.default_rng(1)
     x = rng.normal(size=40)
-    codes = ["007", "1e3", "18446744073709551617", "18446744073709551618"] * 10
+    codes = ["007", "1e3", "18446744073709551617", "18446744073709551618", "NA", "null", "N/A", "nan"] * 5
     pa_csv.write_csv(pa.table({"code": codes, "x": x, "y": 2 * x}), tmp_path / "a.csv")
     _run(capsys, "fit", tmp_path / "a.csv", "--target", "y", "--model", "ridge", "--exclude", "code",
          "--output", tmp_path / "m.rffkit")
     _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / "a.csv", "--id", "code", "--output", tmp_path / "p.csv")
-    as_text = pa_csv.ConvertOptions(column_types={"code": pa.string()})
+    as_text = pa_csv.ConvertOptions(column_types={"code": pa.string()}, null_values=[""])
     written = pa_csv.read_csv(tmp_path / "p.csv", convert_options=as_text)
     assert written["code"].to_pylist() == codes
     (tmp_path / "shards").mkdir()

@@ -154,3 +154,17 @@ def test_the_convergence_warning_points_at_the_line_that_called_fit(streamed):
         RFFClassifier(max_iter=2, random_state=0).fit(*((ArraySource(X, y), None) if streamed else (X, y)))
     caught = [w for w in caught if w.category is ConvergenceWarning]
     assert len(caught) == 1 and caught[0].filename == __file__
+
+
+def test_a_warning_turned_into_an_error_fails_the_fit_and_leaves_the_old_state():
+    """A fit's warnings are issued once it has succeeded; with warnings as errors the first one fails the
+    fit, which then keeps the estimator as it was (it had been left fitted)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, "a", "b")
+    model = RFFClassifier(max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ConvergenceWarning):
+            model.fit(X, y)
+    assert not hasattr(model, "classes_") and not hasattr(model, "coef_")

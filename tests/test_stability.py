@@ -210,6 +210,8 @@ def test_invalid_estimators_and_data(jordan):
         relevance_stability(object(), X, y)
     with pytest.raises(ValueError, match="X has 800 rows but y has 799; give one target per row"):
         relevance_stability(_forest(), X, y[:-1])
+    with pytest.raises(ValueError, match="y must hold one target per row of X; got float"):
+        relevance_stability(_forest(), X, 3.0)
     with pytest.raises(ValueError, match="X has 1 row.s.; at least 2 are needed"):
         relevance_stability(_forest(), X[:1], y[:1])
     X_nan = X.copy()

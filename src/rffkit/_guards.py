@@ -179,14 +179,15 @@ def atomic_fit(fit):
                             raise
                         fit_now = functools.partial(chunked, error=error)
                 fitted = fit_now(estimator, X, *args, **kwargs)
+            # inside the try: a warning turned into an error (simplefilter('error')) fails the fit too
+            for message, category in pending:
+                warnings.warn(message, category, stacklevel=2)
         except BaseException:
             torch.set_grad_enabled(grad_mode)
             state = vars(estimator)
             state.clear()
             state.update(saved)
             raise
-        for message, category in pending:
-            warnings.warn(message, category, stacklevel=2)
         return fitted
 
     return wrapper

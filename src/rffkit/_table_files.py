@@ -166,18 +166,18 @@ def _parse_options(dialect):
     return pa_csv.ParseOptions(delimiter=dialect.delimiter)
 
 
-def _csv_format(dialect, column_types=None):
+def _csv_format(dialect, column_types=None, null_values=None):
     convert = pa_csv.ConvertOptions(column_types=column_types or {}, strings_can_be_null=True,
-                                    decimal_point=dialect.decimal)
+                                    decimal_point=dialect.decimal, null_values=null_values)
     return ds.CsvFileFormat(parse_options=_parse_options(dialect), convert_options=convert)
 
 
-def _fragment(path, dialect, column_types=None, row_groups=None):
+def _fragment(path, dialect, column_types=None, row_groups=None, null_values=None):
     """A dataset fragment of one file: Parquet when ``dialect`` is None, else CSV in that dialect."""
     if dialect is None:
         return ds.ParquetFileFormat().make_fragment(
             path, filesystem=_FILESYSTEM, row_groups=row_groups)
-    return _csv_format(dialect, column_types).make_fragment(path, filesystem=_FILESYSTEM)
+    return _csv_format(dialect, column_types, null_values).make_fragment(path, filesystem=_FILESYSTEM)
 
 
 def inspect_file(path, dialect):
@@ -426,7 +426,8 @@ class TableLayout:
 
     def read_columns(self, columns, text=False):
         """``columns`` of every file, in row order, as one Arrow table: as their types infer, or with
-        ``text`` a CSV's fields as written; shards that disagree on a type give text."""
+        ``text`` a CSV's fields as written (only an empty field is missing: 'NA' is a code); shards that
+        disagree on a type give text."""
         self._refuse_absent(columns, "the")
         tables = []
         for path, schema in zip(self.files, self.schemas):
@@ -435,7 +436,8 @@ class TableLayout:
                 raise self._not_in(absent[0], path)
             try:
                 types = dict.fromkeys(columns, pa.string()) if text else None
-                tables.append(_fragment(path, self.dialect, types).to_table(columns=columns))
+                nulls = [""] if text else None
+                tables.append(_fragment(path, self.dialect, types, null_values=nulls).to_table(columns=columns))
             except (pa.ArrowException, OSError) as exc:
                 raise read_error(path, exc, schema.names) from None
         if len({table.schema for table in tables}) > 1:

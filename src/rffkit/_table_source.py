@@ -151,7 +151,8 @@ class TableSource:
             Columns of the files.
         text : bool, default=False
             Read a CSV file's fields as the text written there, so identifiers keep their
-            leading zeros and every digit; Parquet columns keep their types.
+            leading zeros and every digit, and only an empty field is missing ('NA' and
+            'null' are text); Parquet columns keep their types.
 
         Returns
         -------

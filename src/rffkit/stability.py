@@ -419,7 +419,10 @@ def _rows_and_columns(X, y):
         n_rows, n_features = _num_samples(X), _num_features(X)
     except TypeError as error:
         raise ValueError(f"relevance_stability: X must be a table of rows and columns: {error}") from None
-    n_targets = _num_samples(y) if hasattr(y, "__len__") or hasattr(y, "shape") else None
+    try:
+        n_targets = _num_samples(y)
+    except TypeError:
+        raise ValueError(f"relevance_stability: y must hold one target per row of X; got {type(y).__name__}.") from None
     if n_targets != n_rows:
         raise ValueError(f"relevance_stability: X has {n_rows} rows but y has {n_targets}; give one target per row.")
     if n_rows < 2:
