@@ -29,7 +29,7 @@ from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
 from .distributed import process_group
-from .io import ColumnEncoding, ColumnNotFoundError, DataSourceError, open_table
+from .io import ColumnNotFoundError, DataSourceError, open_table
 from .persistence import read_metadata, save
 
 __all__ = ["fit_command", "predict_command", "relevances_command", "info_command", "demo_command"]
@@ -322,7 +322,7 @@ def predict_command(args):
     meta, model = bundle["meta"], bundle["estimator"]
     if args.proba and meta["task"] != "classification":
         raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
-    encoding = ColumnEncoding.from_dict(bundle["encoding"])
+    encoding = bundle["encoding"]
     try:
         with _new_data_errors():
             source = open_table(args.data, encoding=encoding, delimiter=args.delimiter, decimal=args.decimal)
@@ -366,7 +366,7 @@ def score_command(args):
     target = meta["target"]
     try:
         with _new_data_errors():
-            source = open_table(args.data, target=target, encoding=ColumnEncoding.from_dict(bundle["encoding"]),
+            source = open_table(args.data, target=target, encoding=bundle["encoding"],
                                 delimiter=args.delimiter, decimal=args.decimal, drop_missing_target=True)
     except ColumnNotFoundError as error:
         what = "the target" if f"target column {target!r}" in str(error) else "every column the model was trained on"
@@ -414,7 +414,7 @@ def relevances_command(args):
                                    "(or pip install matplotlib).") from None
     bundle = load_model(args.model)
     name = bundle["meta"]["estimator"]
-    relevances = column_relevances(bundle["estimator"], ColumnEncoding.from_dict(bundle["encoding"]).groups)
+    relevances = column_relevances(bundle["estimator"], bundle["encoding"].groups)
     if relevances is None:
         raise CommandLineError(f"{args.model!r} holds a {name}, which learns no relevance per column; "
                                "fit with --model rffnet or --model srff to rank the columns.")

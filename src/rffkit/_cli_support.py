@@ -401,7 +401,8 @@ _META_TYPES = {"target": str, "task": str, "task_reason": str, "data": list, "n_
 
 
 def load_model(path):
-    """The dict ``rffkit fit`` saved at ``path``, checked; errors say what else the file is or what it lacks."""
+    """The dict ``rffkit fit`` saved at ``path``, checked, its ``encoding`` read into a :class:`ColumnEncoding`;
+    errors say what else the file is or what it lacks."""
     if not os.path.isfile(path):
         raise CommandLineError(f"no model file at {path!r}.")
     bundle = load(path)
@@ -414,13 +415,14 @@ def load_model(path):
     if isinstance(version, int) and not isinstance(version, bool) and version > MODEL_VERSION:
         raise ModelFileError(f"{path!r} was written by a newer rffkit (command-line model version "
                              f"{bundle['version']}; this one reads {MODEL_VERSION}); upgrade rffkit.")
-    _check_model(path, bundle)
+    bundle["encoding"] = _check_model(path, bundle)
     return bundle
 
 
 def _check_model(path, bundle):
-    """Raise naming what of a model file's dict ``bundle`` is missing, of the wrong type, or at odds
-    with the rest: a file edited by hand (with its digest recomputed) or written by another program."""
+    """The :class:`ColumnEncoding` of a model file's dict ``bundle``; raise naming what of it is missing,
+    of the wrong type, or at odds with the rest: a file edited by hand (with its digest recomputed) or
+    written by another program."""
 
     def invalid(what):
         return ModelFileError(f"{path!r} is not a valid rffkit model file: {what}; fit the model again with "
@@ -467,6 +469,7 @@ def _check_model(path, bundle):
         raise invalid(f"its estimator was fitted on {getattr(estimator, 'n_features_in_', '?')} inputs"
                       + ("" if fitted is None else f" ({listing(fitted)})")
                       + f", and its encoding makes {len(names)} ({listing(names)})")
+    return encoding
 
 
 @contextlib.contextmanager

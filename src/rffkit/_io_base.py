@@ -166,19 +166,6 @@ def _repeated(path, name, times, others=()):
                            + "; columns are read by their names: give each its own name.")
 
 
-def check_delimiter(path, header, delimiter, candidates):
-    """Raise when the first line ``header`` of the CSV file ``path`` holds no ``delimiter`` (the table's)
-    but some of the other ``candidates``: a file of the table written in another dialect."""
-    counts = {candidate: header.count(candidate) for candidate in candidates if candidate != delimiter}
-    other = max(counts, key=counts.get)
-    if counts[other] and delimiter not in header:
-        raise DataSourceError(
-            f"the header of {path!r} delimits its fields by {other!r}, not by {delimiter!r} (the delimiter given, or "
-            "that of the table's first file): the files of one table share one delimiter and decimal point; rewrite "
-            "the files that differ, or give the delimiter the files use (delimiter= in Python, --delimiter on the "
-            "command line).")
-
-
 def short(value, limit=60):
     """``repr(value)``, cut to ``limit`` characters."""
     text = repr(value)

@@ -22,7 +22,7 @@ from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics, all_reduce_statistics
 from ._streaming import numeric_target, validation_mask
 from ._sufficient import accumulate, add_rows
-from ._validation import as_tensor, constant_columns, standard_scale
+from ._validation import as_tensor, standard_scale
 from .distributed import all_reduce_sum, broadcast_object, world
 
 __all__ = ["StreamedRidgeHeads", "HeldOutLosses", "PairedLossGain", "layer_width"]
@@ -49,9 +49,8 @@ class _Standardiser:
     def from_moments(cls, x_moments, y_mean, y_scale, device):
         """The standardiser of the inputs' streamed moments (:class:`rffkit._streaming.RunningMoments`):
         their means, standard deviations (1 for a constant column) and range."""
-        mean, std = x_moments.mean, x_moments.std
-        return cls(mean, standard_scale(mean, std, np.float64), y_mean, y_scale, device,
-                   (x_moments.minimum, x_moments.maximum), constant_columns(mean, std, np.float64))
+        scale, constant = standard_scale(x_moments.mean, x_moments.std, np.float64)
+        return cls(x_moments.mean, scale, y_mean, y_scale, device, (x_moments.minimum, x_moments.maximum), constant)
 
     def standardised(self, X):
         """``(X - mean) / scale`` in float64 NumPy."""

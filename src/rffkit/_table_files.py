@@ -1,8 +1,8 @@
 """The files under a :class:`rffkit.io.TableSource`: found, checked, and read batch by batch.
 
 :func:`expand_paths` turns paths, globs and directories into a sorted list of files,
-:func:`file_format` names their format, :func:`csv_dialect` finds a CSV file's delimiter and
-decimal point, and :func:`inspect_file` reads one file's schema (and Parquet row groups). A
+:func:`file_format` names their format (a CSV file's dialect: :mod:`rffkit._csv_dialect`), and
+:func:`inspect_file` reads one file's schema (and Parquet row groups). A
 :class:`TableLayout` holds what was found; it merges the kinds of each column over the files,
 counts rows and yields each rank's record batches with their global row indices;
 :func:`target_values` and :func:`target_present` read a target column. Arrow's read errors
@@ -16,7 +16,6 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,12 +27,12 @@ import pyarrow.fs as pa_fs
 from ._column_kinds import (
     TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, not_utf8, text_reads_as_numbers, warn_date_doubt,
 )
+from ._csv_dialect import CSVDialect, check_header
 from ._io_base import (
-    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_delimiter, check_names, listing,
-    public_in_io, read_error, short,
+    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_names, listing, read_error, short,
 )
 
-__all__ = ["CSVDialect", "TableLayout", "csv_dialect", "expand_paths", "file_format", "inspect_file"]
+__all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file"]
 
 _EXTENSIONS = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",
@@ -98,70 +97,6 @@ def file_format(files, format):
     return next(iter(formats))
 
 
-@public_in_io
-class CSVDialect(NamedTuple):
-    """How a CSV file writes its fields (:func:`csv_dialect` finds it; ``TableSource.dialect``).
-
-    Parameters
-    ----------
-    delimiter : str, default=','
-        The character between fields (``';'`` in the CSV files of many European locales).
-    decimal : str, default='.'
-        The decimal point of numbers (``','`` in those files: ``0,5``).
-
-    Examples
-    --------
-    >>> from rffkit.io import CSVDialect
-    >>> CSVDialect(";", ",")
-    CSVDialect(delimiter=';', decimal=',')
-    """
-
-    delimiter: str = ","
-    decimal: str = "."
-
-
-#: The delimiters a CSV file's header is searched for, after the comma.
-_DELIMITERS = (";", "\t", "|")
-
-
-def csv_dialect(path, file_format, delimiter=None, decimal=None):
-    """The :class:`CSVDialect` of a CSV or TSV file (None for Parquet): ``delimiter`` and ``decimal``
-    where given, else guessed from the file's first 64 KiB. The delimiter: a tab for TSV; for CSV a
-    comma when the header holds one, else the one of ``;``, tab and ``|`` it holds most of. The
-    decimal point: a comma when the delimiter is not, some field of the first 200 rows is a number
-    written with a decimal comma (``0,5``) and none with a decimal point."""
-    if file_format == "parquet":
-        return None
-    lines = [] if delimiter is not None and decimal is not None else _first_lines(path)
-    if delimiter is None:
-        header = lines[0] if lines else ""
-        counts = {candidate: header.count(candidate) for candidate in _DELIMITERS}
-        delimiter = "\t" if file_format == "tsv" else "," if "," in header or not max(counts.values()) else max(
-            counts, key=counts.get)
-    if decimal is None:
-        fields = [field.strip().strip('"') for line in lines[1:201] for field in line.split(delimiter)]
-        commas = delimiter != "," and any(re.fullmatch(r"[+-]?\d*,\d+", field) for field in fields)
-        decimal = "," if commas and not any(re.fullmatch(r"[+-]?\d*\.\d+", field) for field in fields) else "."
-    for name, value in (("delimiter", delimiter), ("decimal", decimal)):
-        if not isinstance(value, str) or len(value) != 1 or value in "\r\n\"":
-            raise ValueError(f"open_table: {name} must be one character other than a quote or a line end; "
-                             f"got {value!r}.")
-    if delimiter == decimal:
-        raise ValueError(f"open_table: the delimiter and the decimal point are both {delimiter!r}.")
-    return CSVDialect(delimiter, decimal)
-
-
-def _first_lines(path):
-    """The complete lines of a CSV file's first 64 KiB (decompressed), without a byte-order mark."""
-    try:
-        with pa.input_stream(str(path), compression="detect") as stream:
-            head = stream.read(65536)
-    except (pa.ArrowException, OSError) as exc:
-        raise read_error(path, exc) from None
-    lines = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
-    return lines[:-1] if len(head) == 65536 and len(lines) > 1 else lines
-
-
 def _parse_options(dialect):
     return pa_csv.ParseOptions(delimiter=dialect.delimiter)
 
@@ -193,11 +128,11 @@ def inspect_file(path, dialect):
             fragment.metadata.row_group(g).num_rows for g in range(fragment.metadata.num_row_groups))
     except (pa.ArrowException, OSError) as exc:
         if dialect is not None:
-            check_delimiter(path, (_first_lines(path) or [""])[0], dialect.delimiter, (",", *_DELIMITERS))
+            check_header(path, dialect)
         raise read_error(path, exc) from None
     check_names(path, schema)
     if dialect is not None and len(schema.names) == 1:
-        check_delimiter(path, (_first_lines(path) or [""])[0], dialect.delimiter, (",", *_DELIMITERS))
+        check_header(path, dialect)
     return schema, groups
 
 

@@ -355,8 +355,8 @@ def standardisation(X):
     rounding noise. Returns ``(mean, scale, constant)``: two arrays of shape (n_features,) in
     the dtype of ``X`` and a boolean mask.
     """
-    mean, std = X.mean(axis=0), X.std(axis=0)
-    return mean, standard_scale(mean, std, X.dtype), constant_columns(mean, std, X.dtype)
+    mean = X.mean(axis=0)
+    return (mean, *standard_scale(mean, X.std(axis=0), X.dtype))
 
 
 def constant_columns(mean, std, dtype):
@@ -371,12 +371,13 @@ def constant_columns(mean, std, dtype):
 
 
 def standard_scale(mean, std, dtype):
-    """The scales of :func:`standardisation` from column means and standard deviations: the
-    standard deviation, and 1 for a constant column (:func:`constant_columns`). Used as well by
-    fits that stream their moments."""
+    """The scales of :func:`standardisation` from column means and standard deviations, and which
+    columns are constant (:func:`constant_columns`): ``(scale, constant)``, the scale the standard
+    deviation or 1 for a constant column. Used as well by fits that stream their moments."""
+    constant = constant_columns(mean, std, dtype)
     scale = np.array(std, copy=True)
-    scale[constant_columns(mean, std, dtype)] = 1.0
-    return scale
+    scale[constant] = 1.0
+    return scale, constant
 
 
 def takes_sparse(features):

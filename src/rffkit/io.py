@@ -9,7 +9,8 @@ maps, :func:`as_source` accepts either.
 Import every public name from here. :class:`ArraySource` and :func:`as_source` are defined in
 ``rffkit._array_source``, :class:`TableSource` in ``rffkit._table_source``, :class:`ColumnEncoding`
 in ``rffkit._encoding``, :class:`Chunk` and the error classes in ``rffkit._io_base``, and the
-reading of files under a :class:`TableSource` (with :class:`CSVDialect`) in ``rffkit._table_files``.
+reading of files under a :class:`TableSource` in ``rffkit._table_files`` (their :class:`CSVDialect` in
+``rffkit._csv_dialect``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from ._io_base import (
     short,
     warn_row_numbers,
 )
-from ._table_files import CSVDialect, TableLayout, csv_dialect, expand_paths, file_format, inspect_file
+from ._csv_dialect import CSVDialect, csv_dialect
+from ._table_files import TableLayout, expand_paths, file_format, inspect_file
 from ._table_source import TableSource
 
 __all__ = [
@@ -86,7 +88,7 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
     delimiter, decimal : str, optional
         CSV only: the character between fields and the decimal point of numbers. Default
-        guessed from the first file (:func:`rffkit._table_files.csv_dialect`): a comma, or
+        guessed from the first file (:func:`rffkit._csv_dialect.csv_dialect`): a comma, or
         the ``;``, tab or ``|`` of a header without commas, and a decimal comma where such a
         file's numbers are written ``0,5``; ``source.dialect`` says what was used.
     chunk_rows : int, default=65536

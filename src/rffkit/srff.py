@@ -375,7 +375,8 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         self.random_offset_ = to_numpy(phase).astype(np.float64)
         self.alpha_ = float(alpha)
         self.gamma_ = np.zeros(n_features)
-        self.gamma_[~constant] = to_numpy(solution.gamma)[~constant[active]]
+        self.gamma_[active] = to_numpy(solution.gamma)
+        self.gamma_[constant] = 0.0  # all columns constant: the fit ran on them, and they mean nothing
         top = self.gamma_.max()
         self.feature_importances_ = self.gamma_ / top if top > 0 else np.zeros_like(self.gamma_)
         self.coef_ = to_numpy(solution.coef).astype(np.float64) * y_scale

@@ -14,16 +14,15 @@ whatever an ``importance_getter`` extracts.
 from __future__ import annotations
 
 import numbers
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import clone, is_classifier
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_features, _num_samples
 
-from ._validation import SEED_BOUND, final_estimator
+from ._stability_refits import refit, resample, select, strata, stratum_size
+from ._validation import SEED_BOUND
 
 __all__ = ["RelevanceStability", "relevance_stability"]
 
@@ -323,14 +322,14 @@ def relevance_stability(
     if top_k is not None and top_k > n_features:
         raise ValueError(f"relevance_stability: top_k={top_k} exceeds the number of features ({n_features}).")
     fraction = subsample_fraction if subsample_fraction is not None else (0.5 if method == "subsample" else 1.0)
-    strata = _strata(estimator, y, n_rows)
+    groups = strata(estimator, y, n_rows)
 
     rng = check_random_state(random_state)
     # Row r holds the seeds of resample r, so the first k resamples are the same
     # whatever n_resamples >= k is (a run can be extended) and whatever n_jobs is.
     seeds = rng.randint(SEED_BOUND, size=(n_resamples, 2))
     jobs = (
-        delayed(_refit)(estimator, X, y, _resample(strata, fraction, method, resample_seed), estimator_seed,
+        delayed(refit)(estimator, X, y, resample(groups, fraction, method, resample_seed), estimator_seed,
                         importance_getter)
         for resample_seed, estimator_seed in seeds
     )
@@ -345,7 +344,7 @@ def relevance_stability(
             "importance_getter that returns one importance per input feature."
         )
 
-    selected, rule = _select(importances, threshold, top_k)
+    selected, rule = select(importances, threshold, top_k)
     lower, upper = np.percentile(importances, percentiles, axis=0)
     return RelevanceStability(
         importances=importances,
@@ -359,7 +358,7 @@ def relevance_stability(
         selection_rule=rule,
         method=method,
         subsample_fraction=float(fraction),
-        resample_size=int(sum(_stratum_size(indices.shape[0], fraction) for indices in strata)),
+        resample_size=int(sum(stratum_size(indices.shape[0], fraction) for indices in groups)),
         feature_names=feature_names,
         top_k=top_k,
         n_features_total=n_features,
@@ -428,92 +427,3 @@ def _rows_and_columns(X, y):
     if n_rows < 2:
         raise ValueError(f"relevance_stability: X has {n_rows} row(s); at least 2 are needed to resample.")
     return n_rows, n_features
-
-
-def _strata(estimator, y, n_rows):
-    """Row indices resampled together: one stratum per class (per row of labels, for several
-    outputs) for classifiers; missing labels form one of their own, for the estimator to judge."""
-    if is_classifier(estimator):
-        labels = np.asarray(y, dtype=object).reshape(n_rows, -1).astype(str)
-        _, codes = np.unique(labels, axis=0, return_inverse=True)
-        codes = codes.reshape(-1)
-        return [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
-    return [np.arange(n_rows)]
-
-
-def _stratum_size(n_rows, fraction):
-    return max(1, int(np.floor(fraction * n_rows)))
-
-
-def _resample(strata, fraction, method, seed):
-    """Sorted row indices of one resample, drawn from its own generator."""
-    rng = np.random.default_rng(seed)
-    replace = method == "bootstrap"
-    parts = [rng.choice(rows, _stratum_size(rows.shape[0], fraction), replace=replace) for rows in strata]
-    return np.sort(np.concatenate(parts))
-
-
-def _with_seeds(estimator, seed):
-    """A clone whose every ``random_state`` parameter (nested ones too) is derived from ``seed``."""
-    estimator = clone(estimator)
-    keys = sorted(key for key in estimator.get_params(deep=True)
-                  if key == "random_state" or key.endswith("__random_state"))
-    if keys:
-        rng = np.random.RandomState(seed)
-        estimator.set_params(**{key: int(rng.randint(SEED_BOUND)) for key in keys})
-    return estimator
-
-
-def _refit(estimator, X, y, rows, seed, importance_getter):
-    """``(importances, linear_only)`` of one refit; ``linear_only`` None where the estimator does not say."""
-    fitted = _with_seeds(estimator, seed).fit(_safe_indexing(X, rows), _safe_indexing(y, rows))
-    linear_only = getattr(final_estimator(fitted), "linear_only_", None)
-    return _importances(fitted, importance_getter), None if linear_only is None else bool(linear_only)
-
-
-def _importances(fitted, importance_getter):
-    name = type(fitted).__name__
-    if callable(importance_getter):
-        values = importance_getter(fitted)
-    elif importance_getter == "auto":
-        if not hasattr(fitted, "feature_importances_") and not hasattr(fitted, "coef_"):
-            fitted = final_estimator(fitted)
-        if hasattr(fitted, "feature_importances_"):
-            values = fitted.feature_importances_
-        elif hasattr(fitted, "coef_"):
-            coef = np.asarray(fitted.coef_, dtype=float)
-            values = np.abs(coef) if coef.ndim == 1 else np.linalg.norm(coef, axis=0)
-        else:
-            raise TypeError(
-                f"relevance_stability: the fitted {name} exposes neither feature_importances_ nor "
-                "coef_; use an estimator that does (RFFNetRegressor, SRFFRegressor, a tree ensemble, "
-                "a linear model) or pass importance_getter (an attribute path or a callable)."
-            )
-    else:
-        try:
-            values = operator.attrgetter(importance_getter)(fitted)
-        except AttributeError as exc:
-            raise TypeError(
-                f"relevance_stability: importance_getter={importance_getter!r} is not an attribute "
-                f"of the fitted {name} ({exc})."
-            ) from exc
-    values = np.asarray(values, dtype=float).ravel()
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"relevance_stability: the fitted {name} returned non-finite importances.")
-    return values
-
-
-def _select(importances, threshold, top_k):
-    """Boolean (n_resamples, n_features) selection and a description of the rule."""
-    if top_k is not None:
-        order = np.argsort(-importances, axis=1, kind="stable")[:, :top_k]
-        selected = np.zeros(importances.shape, dtype=bool)
-        np.put_along_axis(selected, order, True, axis=1)
-        return selected, f"top {top_k}"
-    if threshold == "mean":
-        cut, rule = importances.mean(axis=1, keepdims=True), "importance > mean of the refit"
-    elif threshold == "median":
-        cut, rule = np.median(importances, axis=1, keepdims=True), "importance > median of the refit"
-    else:
-        cut, rule = float(threshold), f"importance > {threshold:g}"
-    return importances > cut, rule
