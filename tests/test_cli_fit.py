@@ -2,6 +2,7 @@
 
 import json
 import re
+import types
 import warnings
 
 import numpy as np
@@ -413,6 +414,18 @@ def test_a_text_target_of_one_value_per_row_is_refused(tmp_path, capsys):
     assert "the target holds 40 distinct values in 50 rows" in err and "choose another --target." in err
 
 
+def test_a_classification_of_more_than_a_thousand_whole_numbers_is_refused(tmp_path, capsys):
+    # summarise_target stops counting numbers past 1,000: the count must still refuse the classification
+    rng = np.random.default_rng(0)
+    path = tmp_path / "many.csv"
+    pa_csv.write_csv(pa.table({"x": rng.normal(size=3000), "y": rng.permutation(3000) % 1500}), path)
+    argv = ["fit", str(path), "--target", "y", "--task", "classification", "--output", str(tmp_path / "m.rffkit")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the target holds more than 1,000 distinct values: a classification of more than 1,000" in err
+    assert "or --task regression." in err and not (tmp_path / "m.rffkit").exists()
+
+
 def test_exclude_leaves_an_identifier_out(tmp_path, capsys):
     rng = np.random.default_rng(0)
     x = rng.normal(size=1500)
@@ -681,8 +694,10 @@ def test_ridge_leaves_columns_of_0s_and_1s_unscaled(tmp_path, capsys, stream):
     columns = {f"x{j}": X[:, j].copy() for j in range(5)}
     columns["x0"][:3] = np.nan  # rows 1 and 2 are held out
     flag, colour = rng.random(500) < 0.5, rng.choice(["blue", "red"], 500)
-    y = (X ** 2).sum(axis=1) + 0.5 * flag + 0.5 * (colour == "red")
-    pa_csv.write_csv(pa.table({**columns, "flag": flag, "colour": colour, "y": y}), tmp_path / "t.csv")
+    rare, count = (rng.random(500) < 0.02).astype(np.int64), rng.integers(0, 3, 500)  # 0/1 and 0/1/2 integers
+    y = (X ** 2).sum(axis=1) + 0.5 * flag + 0.5 * (colour == "red") + 0.5 * rare + 0.2 * count
+    pa_csv.write_csv(pa.table({**columns, "flag": flag, "colour": colour, "rare": rare, "count": count, "y": y}),
+                     tmp_path / "t.csv")
     out = _run(capsys, "fit", tmp_path / "t.csv", "--target", "y", "--model", "ridge", "--stream", stream,
                "--output", tmp_path / "m.rffkit")
     bundle = rffkit.load(tmp_path / "m.rffkit")
@@ -690,12 +705,30 @@ def test_ridge_leaves_columns_of_0s_and_1s_unscaled(tmp_path, capsys, stream):
     assert "on standardised columns (4 of 0s and 1s as they are: one-hot, missing-value indicators, booleans)" in out
     scaler = bundle["estimator"].steps[0][1]
     names = bundle["meta"]["feature_names"]
-    assert names == ["x0", "x0=(missing)", "x1", "x2", "x3", "x4", "flag", "colour=blue", "colour=red"]
-    kept = [1, 6, 7, 8]
+    assert "left as they are too: 1 integer column(s) of 0s and 1s (rare)" in out
+    assert names == ["x0", "x0=(missing)", "x1", "x2", "x3", "x4", "flag", "colour=blue", "colour=red", "rare",
+                     "count"]
+    kept = [1, 6, 7, 8, 9]
     assert bundle["meta"]["unscaled_inputs"] == [names[j] for j in kept]
     np.testing.assert_array_equal(scaler.mean_[kept], 0.0)
     np.testing.assert_array_equal(scaler.scale_[kept], 1.0)
     assert np.all(np.abs(scaler.scale_[[0, 2, 3, 4, 5]] - np.sqrt(4 / 3)) < 0.1)  # uniform(-2, 2): sd 1.15
+    assert abs(scaler.mean_[10] - 1.0) < 0.1 and abs(scaler.scale_[10] - np.sqrt(2 / 3)) < 0.1  # 0, 1, 2: scaled
+
+
+def test_only_integer_columns_of_0s_and_1s_count_as_such():
+    """E[x (x - 1)] is 0 for integers only when every value is 0 or 1: a single 2, a -1, a constant, or a
+    column of 0/1 whose missing values were filled with the mean is standardised."""
+    from sklearn.preprocessing import StandardScaler
+
+    source = types.SimpleNamespace(encoding=ColumnEncoding([]), _kinds={})
+    columns = {"a": [0] * 999 + [1], "b": [0] * 998 + [1, 2], "c": [1] * 999 + [-1], "d": [1] * 1000,
+               "e": [0] * 900 + [1] * 99 + [0.1], "f": [0.0, 1.0] * 500}
+    source.encoding = ColumnEncoding(list(columns))
+    source._kinds = dict.fromkeys(columns, "integer") | {"f": "float"}
+    scaler = StandardScaler().fit(np.column_stack(list(columns.values())))
+    assert _cli_support.unscaled_inputs(source, scaler) == [0]
+    assert _cli_support.unscaled_inputs(source) == []
 
 
 def test_predict_copies_an_id_column_that_holds_text_past_the_first_block(tmp_path, capsys):

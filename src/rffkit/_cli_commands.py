@@ -108,7 +108,15 @@ def _fit_model(args, source, estimator, scale, world, report):
     first = next(source.iter_chunks(chunk_rows=32))
     streamed, why = _streams(args.stream, estimator, source, (first.X, first.y), world_size)
     name = type(estimator).__name__
-    scaler, unscaled = StandardScaler(), unscaled_inputs(source)  # used when scale
+    scaler = StandardScaler()  # used when scale
+
+    def leave_0s_and_1s(scaler):  # and say which columns it left as they are
+        unscaled = unscaled_inputs(source, scaler)
+        integers = [source.feature_names[j] for j in sorted(set(unscaled) - set(unscaled_inputs(source)))]
+        if integers:
+            report.line(f"left as they are too: {len(integers)} integer column(s) of 0s and 1s ({', '.join(integers)})")
+        report.data.update(unscaled_inputs=[source.feature_names[j] for j in unscaled])
+        return leave_unscaled(scaler, unscaled)
 
     def model_of(estimator):  # the scaler is fitted apart, as the streamed fit needs it first
         return Pipeline([("standardscaler", scaler), (name.lower(), estimator)]) if scale else estimator
@@ -124,7 +132,7 @@ def _fit_model(args, source, estimator, scale, world, report):
         if scale:  # every rank reads all training rows, so all get the same scaler
             for chunk in train.iter_chunks():
                 scaler.partial_fit(chunk.X)
-            train = RowSplit(source, *split, transform=leave_unscaled(scaler, unscaled).transform)
+            train = RowSplit(source, *split, transform=leave_0s_and_1s(scaler).transform)
         estimator.fit(train)
         seconds = time.perf_counter() - start
         if scale:  # its inputs were the scaler's unnamed outputs, as in the in-memory pipeline
@@ -150,7 +158,7 @@ def _fit_model(args, source, estimator, scale, world, report):
                                    "them, or lower --test-size.")
         start = time.perf_counter()
         if scale:
-            leave_unscaled(scaler.fit(X[~held_out]), unscaled)
+            leave_0s_and_1s(scaler.fit(X[~held_out]))
         estimator.fit(scaler.transform(X[~held_out]) if scale else X[~held_out], y[~held_out])
         seconds = time.perf_counter() - start
         model = model_of(estimator)

@@ -57,15 +57,28 @@ def estimators():
             ("srff", "regression"): (SRFFRegressor, False)}
 
 
-def unscaled_inputs(source):
+def unscaled_inputs(source, scaler=None):
     """The positions of the inputs of ``source`` that hold 0 and 1, and the command line's StandardScaler
-    leaves as they are (:func:`leave_unscaled`): one-hot columns, missing-value indicators and booleans.
-    Standardised, such a column makes a rare value a large number (a 1 on 3 rows of 400 becomes about
-    11.5), which puts its rows far from every other in the kernel's distance."""
+    leaves as they are (:func:`leave_unscaled`): one-hot columns, missing-value indicators and booleans,
+    and, given the ``scaler`` fitted on the training rows, integer columns whose training values are all
+    0 or 1. Standardised, such a column makes a rare value a large number (a 1 on 3 rows of 400 becomes
+    about 11.5), which puts its rows far from every other in the kernel's distance.
+
+    An integer column is one of 0s and 1s exactly when ``E[x (x - 1)] = var + mean^2 - mean`` is 0, as
+    ``x (x - 1)`` is positive at every other integer; the scaler's mean and variance give it without
+    another pass over the rows (a 2 on one row in ``n`` leaves ``2 / n``, far above the rounding allowed).
+    """
     encoding, kinds = source.encoding, source._kinds
-    return [j for j, (name, column) in enumerate(zip(encoding.output_names, encoding.groups))
-            if column in encoding.categories or (name == f"{column}={MISSING}" and column in encoding.indicators)
-            or (name == column and kinds.get(column) == "bool")]
+    positions = []
+    for j, (name, column) in enumerate(zip(encoding.output_names, encoding.groups)):
+        if scaler is not None and name == column and kinds.get(column) == "integer":
+            mean, var = float(scaler.mean_[j]), float(scaler.var_[j])
+            if 0.0 < mean < 1.0 and abs(var + mean * mean - mean) <= 1e-9 * mean:
+                positions.append(j)
+        elif (column in encoding.categories or (name == f"{column}={MISSING}" and column in encoding.indicators)
+              or (name == column and kinds.get(column) == "bool")):
+            positions.append(j)
+    return positions
 
 
 def leave_unscaled(scaler, positions):
@@ -212,9 +225,11 @@ def choose_task(requested, kind, values, numbers_in_text=None, n_rows=None, n_di
             why = "the target holds numbers that are not whole"
         task = requested if requested != "auto" else "classification" if whole and not too_few else "regression"
         why = "as asked" if requested != "auto" else why
-    if task == "classification" and n_distinct is not None and n_distinct > MAX_CLASSES:
+    uncounted = n_distinct is None and values is None and kind not in "OUSb"  # more than MAX_CLASSES numbers
+    if task == "classification" and (uncounted or n_distinct is not None and n_distinct > MAX_CLASSES):
+        count = f"more than {MAX_CLASSES:,}" if uncounted else f"{n_distinct:,}"
         raise CommandLineError(
-            f"the target holds {n_distinct:,} distinct values: a classification of more than {MAX_CLASSES:,} "
+            f"the target holds {count} distinct values: a classification of more than {MAX_CLASSES:,} "
             "classes is refused, as its fit grows with the classes and each has few rows (an identifier?); "
             "choose another --target"
             + ("" if kind in "OUSb" else ", or --task regression") + ".")
