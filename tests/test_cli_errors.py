@@ -151,6 +151,24 @@ def test_error(folder, capsys, argv, expected):
         assert text.format(d=folder) in err
 
 
+@pytest.mark.parametrize("command", ["predict", "score"])
+def test_a_model_and_data_given_the_other_way_round_are_named(folder, capsys, command):
+    """DATA given as MODEL (a CSV or Parquet file): the error says what the file looks like, and, when a
+    DATA is a model file, that the arguments look swapped."""
+    pq.write_table(pa_csv.read_csv(folder / "data.csv"), folder / "data.parquet")
+    output = ("--output", "{d}/p.csv") if command == "predict" else ()
+    err = _fails(capsys, folder, command, "{d}/data.csv", "{d}/ridge.rffkit", *output)
+    assert err == (f"rffkit: error: '{folder}/data.csv' is not an rffkit model file: it looks like text such as a "
+                   "CSV file (it starts '\"x\",\"z\",\"colour\",\"y\"'); expected a model written by rffkit fit "
+                   f"--output or rffkit.save. '{folder}/ridge.rffkit' is a model file: were the arguments swapped? "
+                   f"rffkit {command} takes MODEL first, then DATA.\n")
+    err = _fails(capsys, folder, command, "{d}/data.parquet", "{d}/data.csv", *output)
+    assert "data.parquet' is not an rffkit model file: it looks like a Parquet file; expected" in err
+    assert "swapped" not in err  # no DATA is a model file
+    err = _fails(capsys, folder, "info", "{d}/data.parquet")
+    assert "data.parquet' is not an rffkit model file: it looks like a Parquet file; expected a model" in err
+
+
 def test_a_failed_fit_keeps_the_old_model(folder, capsys):
     before = (folder / "ridge.rffkit").read_bytes()
     _fails(capsys, folder, "fit", "{d}/data.csv", "--target", "y", "--model", "ridge",

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rffkit import _streaming, io
-from rffkit._column_kinds import date_format, text_dates
+from rffkit._text_dates import date_format, text_dates
 from rffkit._streaming import BottomKSample, RunningMoments, rechunk, validation_mask
 from rffkit.io import (
     ArraySource,
@@ -789,7 +789,9 @@ def test_codes_written_as_other_number_text_are_known_and_unknown_ones_are_talli
     (["1/31/2020", "13/1/2020"], (None, "they are dates written day first (such as '13/1/2020') and month first "
                                         "(such as '1/31/2020')", [])),
     (["1-2-3", "1/2/3"], (None, None, [])),  # no four-digit year: no dates, in one form or two
-    (["1/2/20", "13/2/20"], (None, None, [])),  # two-digit years: the century is a guess
+    (["1/2/20", "13/2/20"], (None, "they look like dates with a two-digit year (such as '1/2/20'), which are read "
+                                   "as dates only where their form is named, as the century and the order of the "
+                                   "fields are guesses: written '%d/%m/%y'", [])),  # the century is a guess
     (["red", "1/13/2020"], (None, None, [])),
     ([f"1/{day}/2020" for day in range(1, 22)] + ["soon"], ("%m/%d/%Y", None, ["soon"])),  # a placeholder
     ([f"1/{day}/2020" for day in range(1, 22)] + ["a", "b", "c"], (None, None, [])),  # too much text beside

@@ -441,6 +441,33 @@ def test_garbage_is_refused(content, tmp_path):
         rffkit.load(path)
 
 
+@pytest.mark.parametrize("content, looks_like", [
+    (b"a,b,y\n1.5,2,3\n", "it looks like text such as a CSV file (it starts 'a,b,y')"),
+    (b"\xef\xbb\xbfx;y\n1,5;2\n", "it looks like text such as a CSV file (it starts 'x;y')"),
+    (b'{"a": [1, 2]}', "it looks like JSON text (it starts '{\"a\": [1, 2]}')"),
+    (b"PAR1" + bytes(range(200)), "it looks like a Parquet file"),
+    (b"PK\x03\x04" + bytes(200), "it looks like a zip archive (such as a file of torch.save or numpy.savez)"),
+    (b"\x1f\x8b\x08\x00" + bytes(200), "it looks like a gzip-compressed file"),
+    (b"", "it is empty (0 bytes)"),
+    (b"\xa5" * 8 + bytes(range(200)),
+     "its first bytes are not the length of a safetensors header, nor of another format rffkit knows"),
+])
+def test_a_file_of_another_format_is_named_with_what_was_expected(content, looks_like, tmp_path):
+    """A data file given where a model was expected says what it looks like, not that its first
+    8 bytes claim a header of 8e18 bytes; a truncated model file still says it may be truncated."""
+    path = tmp_path / "data"
+    path.write_bytes(content)
+    with pytest.raises(ModelFileError) as caught:
+        rffkit.load(path)
+    assert str(caught.value) == (f"{str(path)!r} is not an rffkit model file: {looks_like}; expected a model "
+                                 "written by rffkit fit --output or rffkit.save.")
+    rffkit.save(rffkit.RFFRidge(), path)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ModelFileError, match=r"its first 8 bytes claim a \d+-byte header, but the file has 40 "
+                                             r"bytes \(not a safetensors file, or truncated\)"):
+        rffkit.load(path)
+
+
 def test_header_length_that_looks_like_pickle_magic(tmp_path):
     """A valid file whose length prefix starts 0x80 0x02..0x05 is no pickle."""
     source, target = tmp_path / "source.safetensors", tmp_path / "padded.safetensors"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._cli_demo import demo
 from ._cli_report import (
-    Report, code_hints, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs,
+    Report, code_hints, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs, swapped_arguments,
 )
 from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
@@ -326,7 +326,8 @@ def predict_command(args):
     if extension not in PREDICTION_FORMATS:
         raise CommandLineError(f"--output {args.output!r}: give a .csv or .parquet file name.")
     _check_output_folder(args.output)
-    bundle = load_model(args.model)
+    with swapped_arguments(args):
+        bundle = load_model(args.model)
     meta, model = bundle["meta"], bundle["estimator"]
     if args.proba and meta["task"] != "classification":
         raise CommandLineError(f"--proba needs a classifier; {args.model!r} is a regression model.")
@@ -369,7 +370,8 @@ def score_command(args):
     """``rffkit score``: see ``rffkit score --help``."""
     import json
 
-    bundle = load_model(args.model)
+    with swapped_arguments(args):
+        bundle = load_model(args.model)
     meta, model = bundle["meta"], bundle["estimator"]
     target = meta["target"]
     try:

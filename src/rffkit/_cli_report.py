@@ -5,11 +5,13 @@ the task and the model it chose, the hold-out, then the fit time, the held-out s
 the relevance of each original column; with ``--json`` the same facts go out as one JSON
 object (:class:`Report`), and they are the ``meta`` of the saved model file, which
 ``rffkit info`` describes again (:func:`model_file_lines`). The formatting helpers of
-these lines (sizes, one-line reprs, relevance rankings) are here too.
+these lines (sizes, one-line reprs, relevance rankings) are here too, and the hint that the
+MODEL and DATA of a command were swapped (:func:`swapped_arguments`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -19,9 +21,10 @@ from ._cli_support import describe_score, unscaled_inputs
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._validation import final_estimator
 from .cli import one_line
+from .persistence import ModelFileError, read_metadata
 
 __all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
-           "report_fit", "model_file_lines", "code_hints"]
+           "report_fit", "model_file_lines", "code_hints", "swapped_arguments"]
 
 #: The last word of a column's name that makes whole numbers in it look like codes (a subject, a site).
 _CODE_WORDS = {"id", "ids", "code", "subject", "patient", "person", "individual", "household", "family", "site",
@@ -204,3 +207,24 @@ def model_file_lines(path, header, meta, model):
         shown = ", ".join(names[:30]) + (f", ... ({len(names) - 30} more; --json lists all)" if len(names) > 30 else "")
         lines.insert(7, f"model inputs ({len(names)}): {shown}")
     return lines
+
+
+@contextlib.contextmanager
+def swapped_arguments(args):
+    """Add to an error reading the MODEL of ``rffkit predict`` or ``score`` (``args.model``) that the arguments
+    look swapped, when one of its DATA is a model file."""
+    try:
+        yield
+    except ModelFileError as error:
+        model = next((path for path in args.data if path != args.model and _is_model_file(path)), None)
+        if model is None:
+            raise
+        raise ModelFileError(f"{one_line(error)} {model!r} is a model file: were the arguments swapped? "
+                             f"rffkit {args.command} takes MODEL first, then DATA.") from None
+
+
+def _is_model_file(path):
+    try:
+        return os.path.isfile(path) and bool(read_metadata(path))
+    except (ModelFileError, OSError):
+        return False

@@ -54,9 +54,7 @@ def csv_dialect(path, file_format, delimiter=None, decimal=None):
         delimiter = "\t" if file_format == "tsv" else "," if "," in header or not max(counts.values()) else max(
             counts, key=counts.get)
     if decimal is None:
-        fields = [field.strip().strip('"') for line in lines[1:201] for field in line.split(delimiter)]
-        commas = delimiter != "," and any(re.fullmatch(r"[+-]?\d*,\d+", field) for field in fields)
-        decimal = "," if commas and not any(re.fullmatch(r"[+-]?\d*\.\d+", field) for field in fields) else "."
+        decimal = "," if _decimal_written(lines, delimiter)[0] == "," else "."
     for name, value in (("delimiter", delimiter), ("decimal", decimal)):
         if not isinstance(value, str) or len(value) != 1 or value in "\r\n\"":
             raise ValueError(f"open_table: {name} must be one character other than a quote or a line end; "
@@ -64,6 +62,17 @@ def csv_dialect(path, file_format, delimiter=None, decimal=None):
     if delimiter == decimal:
         raise ValueError(f"open_table: the delimiter and the decimal point are both {delimiter!r}.")
     return CSVDialect(delimiter, decimal)
+
+
+def _decimal_written(lines, delimiter):
+    """``(decimal point, example)``: the decimal point of the numbers the rows ``lines[1:201]`` of a CSV
+    file delimited by ``delimiter`` write, and a field that writes one, when some write one (a comma
+    only where it is not the delimiter) and none the other; else ``(None, None)``."""
+    fields = [field.strip().strip('"') for line in lines[1:201] for field in line.split(delimiter)]
+    commas = [field for field in fields if delimiter != "," and re.fullmatch(r"[+-]?\d*,\d+", field)]
+    points = [field for field in fields if re.fullmatch(r"[+-]?\d*\.\d+", field)]
+    return ((",", commas[0]) if commas and not points else (".", points[0]) if points and not commas
+            else (None, None))
 
 
 def first_lines(path):
@@ -77,15 +86,33 @@ def first_lines(path):
     return lines[:-1] if len(head) == 65536 and len(lines) > 1 else lines
 
 
-def check_header(path, dialect):
-    """Raise when the header of the CSV file ``path`` holds no ``dialect.delimiter`` (the table's) but
-    another of the delimiters: a file of the table written in another dialect."""
-    header = (first_lines(path) or [""])[0]
+def check_header(path, dialect, first=None):
+    """Raise when the CSV file ``path`` is written in another dialect than ``dialect`` (the table's: given, or
+    that of its first file, ``first``): its header holds no ``dialect.delimiter`` but another of the
+    delimiters, or its first rows write decimal numbers with the other decimal point only."""
+    lines = first_lines(path)
+    header = (lines or [""])[0]
     counts = {candidate: header.count(candidate) for candidate in (",", *_DELIMITERS) if candidate != dialect.delimiter}
     other = max(counts, key=counts.get)
-    if counts[other] and dialect.delimiter not in header:
-        raise DataSourceError(
-            f"the header of {path!r} delimits its fields by {other!r}, not by {dialect.delimiter!r} (the delimiter "
-            "given, or that of the table's first file): the files of one table share one delimiter and decimal "
-            "point; rewrite the files that differ, or give the delimiter the files use (delimiter= in Python, "
-            "--delimiter on the command line).")
+    delimiter = other if counts[other] and dialect.delimiter not in header else dialect.delimiter
+    decimal, example = _decimal_written(lines, delimiter)
+    if delimiter == dialect.delimiter and decimal in (None, dialect.decimal):
+        return
+    table = "the table's first file" + ("" if first is None else f", {first!r},")
+    differ = []  # (what differs, the setting's name, its keyword)
+    if delimiter != dialect.delimiter:
+        differ.append((f"the header of {path!r} delimits its fields by {delimiter!r}, not by {dialect.delimiter!r} "
+                       f"(the delimiter given, or that of {table.rstrip(',')})", "delimiter", "delimiter"))
+    if decimal not in (None, dialect.decimal):
+        known, shown = _decimal_written(first_lines(first), dialect.delimiter) if first else (None, None)
+        table = "the table's first file" if differ else table  # named already
+        how = (f"as {table} writes them: {shown!r}" if known == dialect.decimal
+               else "the decimal point given" if known or dialect.decimal != "."
+               else f"given, or the default: {table} writes no decimal number in its first rows")
+        differ.append((("it" if differ else repr(path)) + f" writes its numbers with the decimal point {decimal!r} "
+                       f"({example!r}), not {dialect.decimal!r} ({how})", "decimal point", "decimal"))
+    whats, names, keys = zip(*differ)
+    raise DataSourceError(
+        f"{', and '.join(whats)}: the files of one table share one delimiter and decimal point; rewrite the files "
+        f"that differ, or give the {' and '.join(names)} the files use ({' and '.join(k + '=' for k in keys)} in "
+        f"Python, {' and '.join('--' + k for k in keys)} on the command line).")

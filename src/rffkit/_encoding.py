@@ -16,8 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._column_kinds import (
-    TIME_UNITS, as_text, category_text, codes_as_numbers, column_kind, number_text, numbers, text_column_numbers,
-    text_values,
+    TIME_UNITS, as_text, category_text, codes_as_numbers, column_kind, number_text, numbers, text_values,
 )
 from ._io_base import (
     LEAVE_OUT,
@@ -38,6 +37,7 @@ from ._io_base import (
     short,
     warn_user,
 )
+from ._text_dates import text_column_numbers
 
 __all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "warn_unknown_categories", "MISSING"]
 
@@ -94,7 +94,7 @@ class ColumnEncoding:
         missing-value indicator output.
     dates : mapping of str to str, default={}
         Text columns of dates and their ``strptime`` formats, such as ``"%m/%d/%Y"`` (found
-        by :func:`rffkit._column_kinds.date_format` when learned); a value that is no such
+        by :func:`rffkit._text_dates.date_format` when learned); a value that is no such
         date is an error naming it and its row.
 
     Attributes

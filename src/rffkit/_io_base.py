@@ -221,6 +221,9 @@ _QUOTED = 5
 _NUMBERS_KEPT = 100_000
 
 
+#: A number written with a leading zero ('007', '-01', ' 0042'): a code, which is text and never a number.
+LEADING_ZERO = r"^\s*[+-]?0[0-9]"
+
 #: A number written with commas between groups of three digits (``'12,345.6'``), which ``float`` refuses.
 _GROUPED_DIGITS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*")
 
@@ -243,7 +246,8 @@ class NumbersInText:
     model would look fine. :meth:`message` says so when the column holds more than
     ``NUMBERS_IN_TEXT_MIN`` distinct numbers and at least nine for each other value, and
     names the other values and the rows where they first appear; a column of few codes
-    (``'K'``, ``'1'``, ..., ``'12'``) is a categorical column and passes.
+    (``'K'``, ``'1'``, ..., ``'12'``) is a categorical column and passes, and so is one that writes
+    a code with a leading zero (``'007'``, zip codes; :data:`LEADING_ZERO`).
 
     ``label`` names the column in the message (default ``column 'name'``); ``advice``, what
     to do about the other values (``PLACEHOLDER_IN_FILE`` for a file), follows it when there
@@ -260,6 +264,7 @@ class NumbersInText:
         self.label = f"column {column!r}" if label is None else label
         self.numbers = set()
         self.others = {}  # value -> the row where it first appears (None after the first few)
+        self.codes = False  # whether a value is a code with a leading zero
 
     def update(self, distinct, locate):
         """Add a chunk's distinct values (a missing value, None, is neither kind); ``locate(value)`` is
@@ -267,6 +272,7 @@ class NumbersInText:
         for value in distinct:
             if value is None or value in self.numbers or value in self.others:
                 continue
+            self.codes = self.codes or bool(isinstance(value, str) and re.match(LEADING_ZERO, value))
             if not _reads_as_number(value):
                 self.others[value] = locate(value) if len(self.others) < _QUOTED else None
             elif len(self.numbers) < _NUMBERS_KEPT:
@@ -275,7 +281,7 @@ class NumbersInText:
     def message(self, advice=""):
         """What is wrong with the column, or None when it is not a numeric column spoilt by text."""
         n_numbers, n_others = len(self.numbers), len(self.others)
-        if n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
+        if self.codes or n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
             return None
         count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"
         if not n_others:

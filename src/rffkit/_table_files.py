@@ -25,12 +25,14 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 
 from ._column_kinds import (
-    TIME_UNITS, as_text, column_kind, date_columns, merge_kinds, not_utf8, text_reads_as_numbers, warn_date_doubt,
+    TIME_UNITS, as_text, codes_as_numbers, column_kind, merge_kinds, not_utf8, text_reads_as_numbers,
 )
 from ._csv_dialect import CSVDialect, check_header
 from ._io_base import (
-    LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_names, listing, read_error, short,
+    LEADING_ZERO, LEAVE_OUT, ColumnNotFoundError, DataSourceError, SchemaMismatchError, check_names, listing,
+    read_error, short,
 )
+from ._text_dates import date_columns, warn_date_doubt
 
 __all__ = ["TableLayout", "expand_paths", "file_format", "inspect_file"]
 
@@ -115,10 +117,11 @@ def _fragment(path, dialect, column_types=None, row_groups=None, null_values=Non
     return _csv_format(dialect, column_types, null_values).make_fragment(path, filesystem=_FILESYSTEM)
 
 
-def inspect_file(path, dialect):
+def inspect_file(path, dialect, first=None):
     """Schema and Parquet row-group sizes of one file (Parquet when ``dialect`` is None, else CSV in
-    that :class:`CSVDialect`), with readable errors: a column name twice, a CSV header that is not
-    UTF-8 or is delimited otherwise than ``dialect`` says (a shard written in another dialect)."""
+    that :class:`CSVDialect`, the table's: given, or that of its first file ``first``), with readable
+    errors: a column name twice, a CSV header that is not UTF-8 or is delimited otherwise than
+    ``dialect`` says (a shard written in another dialect)."""
     if os.path.getsize(path) == 0:
         raise DataSourceError(f"{path!r} is empty (0 bytes); remove it or write data into it.")
     try:
@@ -128,11 +131,11 @@ def inspect_file(path, dialect):
             fragment.metadata.row_group(g).num_rows for g in range(fragment.metadata.num_row_groups))
     except (pa.ArrowException, OSError) as exc:
         if dialect is not None:
-            check_header(path, dialect)
+            check_header(path, dialect, first)
         raise read_error(path, exc) from None
     check_names(path, schema)
     if dialect is not None and len(schema.names) == 1:
-        check_header(path, dialect)
+        check_header(path, dialect, first)
     return schema, groups
 
 
@@ -209,7 +212,9 @@ class TableLayout:
         return features
 
     def categorical_columns(self, features, categorical, given):
-        """``open_table``'s ``categorical``, checked: a list of feature columns (empty for None)."""
+        """``open_table``'s ``categorical``, checked: a list of feature columns (empty for None). A CSV
+        column of them that writes a code with a leading zero ('007' beside '7') is read as text, as
+        written: the reader's numbers would make two codes one."""
         if categorical is None:
             return []
         categorical = [categorical] if isinstance(categorical, str) else list(categorical)
@@ -221,6 +226,11 @@ class TableLayout:
         if others:
             raise ValueError(f"open_table: categorical names {listing(others)}, not a feature column (the target, "
                              f"or a column left out of the features); the features are {listing(features)}.")
+        if self.format != "parquet":
+            numeric = [name for name, kind in self.kinds(categorical).items() if kind in ("integer", "float")]
+            self.text_columns.update(name for name in numeric if any(
+                pc.any(pc.match_substring_regex(batch.column(0), LEADING_ZERO)).as_py()
+                for batch, _ in self.batches([name], 65_536, 0, 1, {name: pa.string()})))
         return categorical
 
     def date_formats(self, features, dates, codes, given):
@@ -235,6 +245,10 @@ class TableLayout:
                                                   for format_ in dates.values()):
             raise ValueError(f"open_table: dates must map columns to strptime formats such as '%d/%m/%Y'; got "
                              f"{short(dates)}.")
+        for name, format_ in dates.items():  # Arrow's strptime has no %f: the reader takes it after the seconds
+            if "%f" in re.sub(r"%S[.,]%f", "", format_):
+                raise ValueError(f"open_table: dates gives {name!r} the form {format_!r}, whose %f, a fraction of a "
+                                 "second, does not come right after the seconds, as in '%H:%M:%S.%f'.")
         self._refuse_absent(list(dates), "dates")
         others = [name for name in dates if name not in features or name in codes]
         if others:
@@ -248,7 +262,7 @@ class TableLayout:
         return {str(name): format_ for name, format_ in dates.items()}
 
     def text_dates(self, columns, chunk_rows):
-        """:func:`rffkit._column_kinds.date_columns` of the text ``columns``, each from the first chunk
+        """:func:`rffkit._text_dates.date_columns` of the text ``columns``, each from the first chunk
         where it holds a value (a CSV column empty in the reader's first block may be dates); one in
         doubt is looked at with the next chunks too (a file of times may start with a month's first
         days), until a value tells day and month apart, ``_DOUBT_TEXTS`` or the file's end."""
@@ -277,11 +291,15 @@ class TableLayout:
         # a column the encoding one-hot encodes or reads dates from, empty in a CSV's first rows: text all the same
         kinds.update({column: "categorical" for column in (*encoding.categories, *encoding.dates)
                       if kinds[column] == "null"})
+        if self.format != "parquet":  # codes learned as text ('abc', '007'): the fields as written, not as numbers
+            kinds.update({column: "categorical" for column, values in encoding.categories.items()
+                          if kinds[column] in ("integer", "float")
+                          and codes_as_numbers(pa.array([v for v in values if v is not None], pa.string())).null_count})
         if self.format != "parquet":  # dates in a form the CSV reader takes for ISO 8601's (%Y-%d-%m): the form holds
             kinds.update({column: "categorical" for column, form in encoding.dates.items()
                           if kinds[column] in TIME_UNITS and form.startswith("%Y-")})
         for column in encoding.columns:
-            kind, type_ = kinds[column], self.schemas[0].field(column).type
+            kind, type_ = kinds[column], self._type_of(column, kinds[column])
             if kind == "unsupported" and column in encoding.categories:
                 raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
                                       f"as categories; {LEAVE_OUT}.")
@@ -295,9 +313,15 @@ class TableLayout:
                     "turn into numbers; " + ("fit an encoding that covers it, or " if uncovered
                                              else "") + f"{LEAVE_OUT}.")
         if target and (kinds[target] == "unsupported" or kinds[target] in TIME_UNITS):
-            raise DataSourceError(f"target column {target!r} has an unsupported type; expected "
-                                  "numbers, booleans or strings.")
+            raise DataSourceError(f"target column {target!r} has an unsupported type, "
+                                  f"{self._type_of(target, kinds[target])}; expected numbers, booleans or strings.")
         return kinds
+
+    def _type_of(self, column, kind):
+        """The type of ``column`` in the first file where it is of ``kind`` (the merged kind of :meth:`kinds`), or
+        in the first file: the type a message names (a first file's column of nulls would say nothing)."""
+        types = [schema.field(column).type for schema in self.schemas]
+        return next((type_ for type_ in types if column_kind(type_) == kind), types[0])
 
     def read_types(self, kinds, target=None):
         """CSV only (None for Parquet): the type each column of ``kinds`` is read as, so a later
@@ -335,6 +359,9 @@ class TableLayout:
                                                           [column], 65_536, path))
                 kind = merge_kinds(merged, column_kind(type_))
                 if kind is None:
+                    if self.dialect is not None:  # numbers written with another decimal point read as text
+                        for odd in (path, witness[0]):
+                            check_header(odd, self.dialect, self.files[0])
                     raise SchemaMismatchError(
                         f"shards disagree on column {column!r}: {witness[1]} in {witness[0]!r} "
                         f"but {type_} in {path!r}.")

@@ -122,8 +122,10 @@ def _add_fit(commands):
     fit.add_argument("--categorical", nargs="+", metavar="COL",
                      help="numeric columns to one-hot encode as categories, such as a subject or site code")
     fit.add_argument("--dates", nargs="+", metavar="COL=FORM", default=[],
-                     help="columns of dates and their strptime form, such as 'day=%%d/%%m/%%Y' (default: a text "
-                          "column of dates whose form is clear is read as dates)")
+                     help="columns of dates and their strptime form, such as 'day=%%d/%%m/%%Y' or "
+                          "'day=%%d/%%m/%%y' (a two-digit year, never read unnamed); %%S.%%f: seconds with a "
+                          "fraction, %%z: a time zone (default: a text column of dates whose form is clear is read "
+                          "as dates)")
     fit.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                      help="an estimator parameter, nested ones too (features__n_components=2000); "
                           "repeat for more; values are Python literals or text")

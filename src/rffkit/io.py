@@ -82,8 +82,9 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         columns are categorical without being named. Only with ``encoding='auto'``.
     dates : dict of str to str, optional
         Columns of dates and their ``strptime`` form, such as ``{"day": "%d/%m/%Y"}``, read as days
-        since 1970-01-01; unnamed, a text column whose first chunk holds dates of a clear form
-        (:func:`rffkit._column_kinds.date_format`). Only with ``encoding='auto'``.
+        since 1970-01-01 (``%S.%f``: seconds with a fraction; ``%z``: a time zone, the UTC instant;
+        ``%y``: a two-digit year, never found unnamed); unnamed, a text column whose first chunk holds
+        dates of a clear form (:func:`rffkit._text_dates.date_format`). Only with ``encoding='auto'``.
     format : {'parquet', 'csv', 'tsv'}, optional
         Default inferred from the extensions .parquet/.pq, .csv/.csv.gz, .tsv/.tsv.gz.
     delimiter, decimal : str, optional
@@ -153,7 +154,7 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     if format_ == "parquet" and (delimiter, decimal) != (None, None):
         raise ValueError("open_table: delimiter and decimal are for CSV files; these are Parquet.")
     dialect = csv_dialect(files[0], format_, delimiter, decimal)
-    inspected = [inspect_file(path, dialect) for path in files]
+    inspected = [inspect_file(path, dialect, files[0]) for path in files]
     layout = TableLayout(files, format_, [schema for schema, _ in inspected],
                          [groups for _, groups in inspected], dialect=dialect)
     available = layout.schemas[0].names

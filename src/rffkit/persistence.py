@@ -43,6 +43,7 @@ arrays, and reference cycles. Views of one array or tensor are saved as copies.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -64,6 +65,21 @@ FORMAT_NAME = "rffkit-model"
 FORMAT_VERSION = 1
 #: safetensors' own limit on its JSON header.
 MAX_HEADER_BYTES = 100_000_000
+#: What an error on a file that is no model file says was expected.
+EXPECTED = "expected a model written by rffkit fit --output or rffkit.save"
+#: The first bytes of formats other than a model file, and what a file starting with them is.
+_SIGNATURES = (
+    (b"PAR1", "a Parquet file"),
+    (b"ARROW1", "an Arrow IPC or Feather file"),
+    (b"PK\x03\x04", "a zip archive (such as a file of torch.save or numpy.savez)"),
+    (b"\x93NUMPY", "a NumPy .npy file"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+    (b"\x1f\x8b", "a gzip-compressed file"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
+    (b"\xff\xfe", "UTF-16 text"),
+    (b"\xfe\xff", "UTF-16 text"),
+)
 
 
 class ModelFileError(ValueError):
@@ -189,13 +205,21 @@ def _read_verified(path):
         not_ours = f"{os.fspath(path)!r} is not an rffkit model file"
         (header_length,) = struct.unpack("<Q", prefix.ljust(8, b"\xff"))
         if header_length > size - 8 or header_length > MAX_HEADER_BYTES:
-            if prefix[:1] == b"\x80" and prefix[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+            head = prefix + file.read(504)
+            what = _looks_like(head)
+            if what == "a pickle":
                 raise ModelFileError(f"{not_ours}: it looks like a pickle. rffkit.load never unpickles "
                                      "(unpickling runs code); re-save the model with rffkit.save where "
                                      "you trust the pickle.")
+            if what or not size:
+                what = f"it looks like {what}" if what else "it is empty (0 bytes)"
+                raise ModelFileError(f"{not_ours}: {what}; {EXPECTED}.")
             if len(prefix) < 8:
                 raise ModelFileError(f"{not_ours}: {size} bytes is too short for a safetensors header "
                                      "(truncated?).")
+            if header_length > MAX_HEADER_BYTES and head[8:9] != b"{":  # a safetensors header is a JSON object
+                raise ModelFileError(f"{not_ours}: its first bytes are not the length of a safetensors header, "
+                                     f"nor of another format rffkit knows; {EXPECTED}.")
             raise ModelFileError(f"{not_ours}: its first 8 bytes claim a {header_length}-byte header, "
                                  f"but the file has {size} bytes (not a safetensors file, or truncated).")
         header_bytes = file.read(header_length)
@@ -227,6 +251,26 @@ def _read_verified(path):
         raise ModelFileError(f"{os.fspath(path)!r}: its metadata does not match its SHA-256; the file "
                              "was edited or corrupted.")
     return metadata, header, data, 8 + header_length
+
+
+def _looks_like(head):
+    """What a file whose first bytes are ``head`` (up to 512) is, when they are not a safetensors header:
+    ``'a pickle'``, another binary format, text (its first line quoted), or None when unrecognised."""
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "a pickle"
+    for signature, what in _SIGNATURES:
+        if head.startswith(signature):
+            return what
+    try:  # a character cut by the end of head is fine
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(head)
+    except UnicodeDecodeError:
+        return None
+    if not text.strip() or not all(character.isprintable() or character in "\t\r\n" for character in text):
+        return None
+    first = text.lstrip().splitlines()[0]
+    first = first if len(first) <= 60 else first[:57] + "..."
+    kind = "JSON text" if first[:1] in ("{", "[") else "text such as a CSV file"
+    return f"{kind} (it starts {first!r})"
 
 
 def read_metadata(path):
