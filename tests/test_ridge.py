@@ -86,6 +86,73 @@ def test_loo_and_gcv_equal_brute_force(n_components, fit_intercept):
     np.testing.assert_allclose(loo.coef_, reference.coef_, rtol=1e-6, atol=1e-10)
 
 
+def repeated_rows_problem(seed=0):
+    """30 distinct rows, 18 of them repeated 1 to 3 times with their own noisy targets (66 rows)."""
+    X, y = make_problem(n=30, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    copies = np.concatenate([np.arange(30), rng.choice(30, 18, replace=False).repeat(rng.integers(1, 4, 18))])
+    f = np.sin(2 * X[copies, 0]) + X[copies, 1] ** 2 / 2
+    return X[copies], f + 0.1 * rng.normal(size=len(copies)), copies
+
+
+def naive_leave_group_out(Z, y, groups, alpha, fit_intercept=True):
+    """Mean squared error over the rows when each group of equal rows is left out whole, by refits."""
+    errors = np.zeros(len(y))
+    for g in np.unique(groups):
+        out = groups == g
+        model = Ridge(alpha=alpha, fit_intercept=fit_intercept, solver="cholesky").fit(Z[~out], y[~out])
+        errors[out] = (y[out] - model.predict(Z[out])) ** 2
+    return float(errors.mean())
+
+
+def naive_group_gcv(Z, y, groups, alpha):
+    """The GCV form of leaving groups out, from the explicit hat matrix of the weighted problem on the groups
+    (rows sqrt(c) [1, z], targets sqrt(c) mean y): (W + RSS_groups / (1 - tr H / G)^2) / n."""
+    labels, first, counts = np.unique(groups, return_index=True, return_counts=True)
+    means = np.array([y[groups == g].mean() for g in labels])
+    within = sum(((y[groups == g] - m) ** 2).sum() for g, m in zip(labels, means))
+    design = np.sqrt(counts)[:, None] * np.column_stack([np.ones(len(labels)), Z[first]])
+    penalty = alpha * np.eye(design.shape[1])
+    penalty[0, 0] = 0.0
+    hat = design @ np.linalg.solve(design.T @ design + penalty, design.T)
+    target = np.sqrt(counts) * means
+    residual = target - hat @ target
+    return float((within + (residual @ residual) / (1 - np.trace(hat) / len(labels)) ** 2) / len(y))
+
+
+@pytest.mark.parametrize("n_components", [15, 80])  # primal and dual forms
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_repeated_rows_are_left_out_together(n_components, fit_intercept):
+    """A left-out row's twin would be interpolated: LOO leaves each group of equal rows out whole (equal to
+    refits without the group), GCV takes the same form, and the fit itself is unchanged."""
+    X, y, groups = repeated_rows_problem()
+    features = RandomFourierFeatures(n_components=n_components, random_state=2)
+    Z = features.fit_transform(X)
+    common = dict(features=features, alphas=ALPHAS, fit_intercept=fit_intercept)
+    loo = RFFRidge(alpha_selection="loo", **common).fit(X, y)
+    brute = [naive_leave_group_out(Z, y, groups, a, fit_intercept) for a in ALPHAS]
+    np.testing.assert_allclose(loo.cv_values_, brute, rtol=1e-6)
+    reference = Ridge(alpha=loo.alpha_, fit_intercept=fit_intercept, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(loo.coef_, reference.coef_, rtol=1e-6, atol=1e-10)
+    if fit_intercept:
+        gcv = RFFRidge(alpha_selection="gcv", **common).fit(X, y)
+        np.testing.assert_allclose(gcv.cv_values_, [naive_group_gcv(Z, y, groups, a) for a in ALPHAS], rtol=1e-6)
+
+
+def test_a_bootstrap_sample_does_not_choose_the_smallest_alpha():
+    """On a bootstrap sample of diabetes (442 rows, 282 distinct) both scores had chosen alpha 1e-6, the
+    fit interpolating the distinct rows: R^2 -4.5 on the rows not drawn. Left out with their copies, they
+    choose a penalty that predicts the unseen rows about as well as a fit on distinct rows."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    boot = np.random.default_rng(0).integers(0, len(y), len(y))
+    unseen = np.setdiff1d(np.arange(len(y)), boot)
+    for selection in ("gcv", "loo"):
+        model = RFFRidge(alpha_selection=selection, random_state=0).fit(X[boot], y[boot])
+        assert model.alpha_ >= 0.1 and model.score(X[unseen], y[unseen]) > 0.35, (selection, model.alpha_)
+
+
 def test_multi_output_matches_per_target_fits():
     X, Y = make_problem(n=50, n_targets=3)
     features = RandomFourierFeatures(n_components=25, random_state=3)

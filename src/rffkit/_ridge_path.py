@@ -30,6 +30,19 @@ O(n r max(n, D)), the eigendecomposition O(r^3); then GCV costs O(r T) per alpha
 LOO O(n r (1 + T)) per alpha, plus O(n D r) once to form ``U`` in the primal form
 (done in row blocks so that ``U`` is never held whole).
 
+Rows that repeat (a bootstrap sample; tables of few distinct values) make both scores
+blind to overfitting: leaving one copy out leaves its twin, which the fit interpolates.
+With :class:`RowGroups` a group of equal rows is left out whole. Write ``c_i`` for its size,
+``ybar_i`` for its mean target and ``W`` for the squared spread of the targets about their
+group means. The fit is that of the weighted problem on the groups (``Zc^T Zc`` and
+``Zc^T yc`` are unchanged), whose hat diagonal is ``c_i h_i`` with ``h_i`` the diagonal
+above at any row of the group, so
+
+* leave-one-group-out: ``(1 / n) (W + sum_i c_i ((ybar_i - f_i) / (1 - c_i h_i))^2)``,
+* its GCV form: ``(1 / n) (W + (RSS - W) / (1 - df / G)^2)`` for ``G`` groups,
+
+both the plain scores when every row is its own group.
+
 Streamed fits (:mod:`rffkit._sufficient`) build the primal spectrum from sufficient
 statistics instead of ``Z``; two functions serve them. :func:`loo_sums` adds up the
 squared leave-one-out residuals of a block of rows (exact LOO is a second pass over the
@@ -52,6 +65,8 @@ from ._dense import symmetric_eigh
 
 __all__ = [
     "RidgeSpectrum",
+    "RowGroups",
+    "row_groups",
     "ridge_spectrum",
     "gcv_path",
     "loo_path",
@@ -97,6 +112,48 @@ class RidgeSpectrum:
     feature_mean: np.ndarray
     target_mean: np.ndarray
     dual_projections: torch.Tensor | None = None
+
+
+@dataclass
+class RowGroups:
+    """Rows of ``X`` that are equal, for the scores of :func:`gcv_path` and :func:`loo_path`.
+
+    Attributes
+    ----------
+    first : ndarray of shape (G,)
+        The index of one row of each group.
+    counts : ndarray of shape (G,)
+        The rows of each group, ``c_i``.
+    target_means : ndarray of shape (G, T)
+        The mean target of each group, ``ybar_i``.
+    within : ndarray of shape (T,)
+        ``W``: the squared deviations of the targets from their group's mean, summed.
+    """
+
+    first: np.ndarray
+    counts: np.ndarray
+    target_means: np.ndarray
+    within: np.ndarray
+
+
+def row_groups(X, y):
+    """The :class:`RowGroups` of a dense ``X`` (n, p) with targets ``y`` (n, T), or None when every row
+    is distinct or ``X`` is sparse. Rows are equal when their bytes are (``-0.0`` and ``0.0`` differ,
+    which only leaves two groups where there could be one)."""
+    if sp.issparse(X):
+        return None
+    X = np.ascontiguousarray(X)
+    keys = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
+    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    if len(first) == X.shape[0]:
+        return None
+    y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
+    inverse = inverse.ravel()
+    sums = np.zeros((len(first), y.shape[1]))
+    np.add.at(sums, inverse, y)
+    means = sums / counts[:, None]
+    within = ((y - means[inverse]) ** 2).sum(axis=0)
+    return RowGroups(first=first, counts=counts, target_means=means, within=within)
 
 
 def _writable(array):
@@ -191,11 +248,13 @@ def _alphas_tensor(alphas, like):
     return torch.as_tensor(np.asarray(alphas, dtype=np.float64), dtype=like.dtype, device=like.device)
 
 
-def gcv_path(spectrum, alphas):
+def gcv_path(spectrum, alphas, groups=None):
     """GCV score of every alpha for every target, shape (n_alphas, T), O(r T) per alpha.
 
     ``GCV(alpha) = (RSS(alpha) / n) / (1 - df(alpha) / n)^2``; ``inf`` where
-    ``df(alpha) >= n`` (an interpolating fit, for which GCV is undefined).
+    ``df(alpha) >= n`` (an interpolating fit, for which GCV is undefined). With
+    ``groups`` (:class:`RowGroups`), the GCV form of leaving each group of equal rows out
+    whole (module docstring), ``inf`` where ``df(alpha)`` reaches the number of groups.
     """
     s = spectrum.eigenvalues
     a = _alphas_tensor(alphas, s)[:, None]  # (A, 1)
@@ -205,9 +264,13 @@ def gcv_path(spectrum, alphas):
     q2 = spectrum.projections * spectrum.projections  # (r, T)
     rss = torch.clamp(spectrum.y_norm2[None, :] - weight @ q2, min=0.0)  # (A, T)
     df = (s[None, :] * shrink).sum(dim=1) + (1.0 if spectrum.intercept else 0.0)  # (A,)
-    denominator = (1.0 - df / n) ** 2
-    score = (rss / n) / denominator[:, None]
-    score = torch.where((df < n * (1 - 1e-7))[:, None], score, torch.full_like(score, float("inf")))
+    if groups is None:
+        n_groups, within = n, torch.zeros_like(spectrum.y_norm2)
+    else:
+        n_groups, within = len(groups.counts), torch.as_tensor(groups.within, dtype=rss.dtype, device=rss.device)
+    denominator = (1.0 - df / n_groups) ** 2
+    score = (within[None, :] + torch.clamp(rss - within[None, :], min=0.0) / denominator[:, None]) / n
+    score = torch.where((df < n_groups * (1 - 1e-7))[:, None], score, torch.full_like(score, float("inf")))
     return score
 
 
@@ -228,27 +291,34 @@ def _loo_terms(spectrum, alphas):
     return a, shrink, coef_in_basis
 
 
-def _loo_block(spectrum, terms, U, yc_rows):
+def _loo_block(spectrum, terms, U, yc_rows, counts=None):
     """Sum over a block of rows of the squared leave-one-out residuals, shape (A, T), float64.
 
     ``U`` holds the block's rows of ``U`` (b, r), ``yc_rows`` its centred targets (b, T).
+    With ``counts`` (b,), each row stands for a group of that many equal rows, ``yc_rows``
+    their mean target, and the group is left out whole (its squared residual counted
+    ``counts`` times).
     """
     a, shrink, coef_in_basis = terms
     T = spectrum.projections.shape[1]
     base = 1.0 / spectrum.n_samples if spectrum.intercept else 0.0
     hat = base + (U * U) @ shrink  # (b, A)
+    if counts is not None:
+        hat = counts[:, None] * hat
     fitted = (U @ coef_in_basis).reshape(-1, a.shape[0], T)  # (b, A, T)
     resid = yc_rows[:, None, :] - fitted
     loo = resid / (1.0 - hat)[:, :, None]
-    return (loo * loo).sum(dim=0).to(torch.float64)
+    squares = loo * loo if counts is None else counts[:, None, None] * loo * loo
+    return squares.sum(dim=0).to(torch.float64)
 
 
-def loo_path(spectrum, alphas, Z, y):
+def loo_path(spectrum, alphas, Z, y, groups=None):
     """Exact leave-one-out mean squared error, shape (n_alphas, T).
 
     Uses ``e_i / (1 - h_ii)`` with the hat diagonal of the module docstring; ``Z`` and
-    ``y`` are the same arrays given to :func:`ridge_spectrum`. Costs O(n r (1 + T))
-    per alpha; rows are processed in blocks.
+    ``y`` are the same arrays given to :func:`ridge_spectrum`. With ``groups``
+    (:class:`RowGroups`) each group of equal rows is left out whole. Costs O(n r (1 + T))
+    per alpha (O(G r (1 + T)) for G groups); rows are processed in blocks.
     """
     s = spectrum.eigenvalues
     dtype, device = s.dtype, s.device
@@ -256,18 +326,27 @@ def loo_path(spectrum, alphas, Z, y):
     T = spectrum.projections.shape[1]
     n = spectrum.n_samples
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
-    yc = np.asarray(y, dtype=np_dtype) - spectrum.target_mean
+    if groups is None:
+        index, targets, counts = np.arange(n), np.asarray(y, dtype=np_dtype), None
+    else:
+        index, targets = groups.first, groups.target_means.astype(np_dtype)
+        counts = torch.as_tensor(groups.counts, dtype=dtype, device=device)
+    yc = targets - spectrum.target_mean
     total = torch.zeros(terms[0].shape[0], T, dtype=torch.float64, device=device)
-    for start in range(0, n, _BLOCK_ROWS):
-        stop = min(start + _BLOCK_ROWS, n)
+    if groups is not None:
+        total += torch.as_tensor(groups.within, dtype=torch.float64, device=device)[None, :]
+    for start in range(0, len(index), _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, len(index))
+        block = index[start:stop]
         if spectrum.form == "primal":
-            rows = Z[start:stop]
+            rows = Z[block] if groups is not None else Z[start:stop]
             rows = rows.toarray() if sp.issparse(rows) else rows
             rows = _dense_tensor(rows, dtype, device) - torch.as_tensor(spectrum.feature_mean, dtype=dtype, device=device)
         else:
-            rows = spectrum.eigenvectors[start:stop]
+            rows = spectrum.eigenvectors[torch.as_tensor(block, device=device)]
         U = _u_block(spectrum, rows)  # (b, r)
-        total += _loo_block(spectrum, terms, U, _dense_tensor(yc[start:stop], dtype, device))
+        total += _loo_block(spectrum, terms, U, _dense_tensor(yc[start:stop], dtype, device),
+                            None if counts is None else counts[start:stop])
     return (total / n).to(dtype)
 
 

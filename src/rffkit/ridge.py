@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _ridge_stream
 from ._guards import atomic_fit, within_limits
-from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum
+from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
 from .distributed import local
 from .features import RandomFourierFeatures
@@ -146,7 +146,9 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     alpha_selection : {'gcv', 'loo', 'holdout'} or None, default='gcv'
         'gcv': generalised cross-validation; 'loo': exact leave-one-out squared error
         (a second pass over a streamed source; ``partial_fit`` uses GCV instead, as it
-        keeps no rows); 'holdout': mean squared error on the rows that
+        keeps no rows); in memory, both leave each group of equal rows of ``X`` out whole
+        (a bootstrap sample, a table of few distinct values), as a left-out row's twin
+        would otherwise be interpolated; 'holdout': mean squared error on the rows that
         :func:`rffkit._streaming.validation_mask` holds out (a hash of the row index, a
         share ``validation_fraction``), after which the model is solved on all rows;
         None: no selection, ``alphas`` must then hold exactly one value.
@@ -389,10 +391,11 @@ class RFFRidge(RegressorMixin, BaseEstimator):
             cv_values = None
             best = np.zeros(y2d.shape[1], dtype=int)
         else:
+            groups = row_groups(X, y2d)  # equal rows are left out together
             if self.alpha_selection == "gcv":
-                scores = gcv_path(spectrum, alphas)
+                scores = gcv_path(spectrum, alphas, groups)
             else:
-                scores = loo_path(spectrum, alphas, Z, y2d)
+                scores = loo_path(spectrum, alphas, Z, y2d, groups)
             cv_values = scores.cpu().numpy().astype(np.float64)  # (A, T)
             best = self._best(cv_values)
         coef = path_coefficients(spectrum, alphas[best], Z).cpu().numpy().astype(np_dtype)  # (D, T)
