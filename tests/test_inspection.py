@@ -247,3 +247,33 @@ def test_missing_matplotlib_says_how_to_install_it(table, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r'pip install "rffkit\[plot\]"'):
         plot_relevances(_pipeline(IMPORTANCES).fit(X, y))
+
+
+def test_missing_value_indicators_count_toward_the_column_they_mark(table):
+    """make_pipeline(SimpleImputer(add_indicator=True), model), as rffkit's message on NaN suggests: the output
+    ``missingindicator_carat`` is carat's, alone or in a ColumnTransformer, also after one (prefixed names)."""
+    from sklearn.impute import MissingIndicator
+
+    X, y = table
+    X = X.assign(carat=X["carat"].mask(np.arange(len(X)) % 5 == 0))
+    numeric = X[["carat", "depth"]]
+    model = make_pipeline(SimpleImputer(add_indicator=True), FixedImportances([1, 2, 1])).fit(numeric, y)
+    assert list(model[:-1].get_feature_names_out()) == ["carat", "depth", "missingindicator_carat"]
+    assert grouped_importances(model, aggregate="sum").to_dict() == pytest.approx({"carat": 0.5, "depth": 0.5})
+    imputed = ColumnTransformer([("num", SimpleImputer(add_indicator=True), ["carat", "depth"]),
+                                 ("cat", OneHotEncoder(), ["color"])])  # carat depth indicator color_x color_y
+    model = make_pipeline(imputed, FixedImportances([1, 2, 3, 1, 1])).fit(X, y)
+    assert grouped_importances(model, aggregate="sum").to_dict() == pytest.approx(
+        {"carat": 0.5, "depth": 0.25, "color": 0.25, "cut": 0.0})
+    marked = ColumnTransformer([("mark", MissingIndicator(features="all"), ["carat", "depth"]),
+                                ("num", SimpleImputer(), ["carat", "depth"])])
+    model = make_pipeline(marked, FixedImportances([1, 1, 1, 1])).fit(X, y)
+    assert grouped_importances(model)[["carat", "depth", "cut"]].to_list() == pytest.approx([0.5, 0.5, 0.0])
+    for output in ("default", "pandas"):  # a next step is fitted on the prefixed names num__carat, ...
+        scaled = ColumnTransformer([("num", StandardScaler(), ["carat", "depth"]),
+                                    ("cat", OneHotEncoder(sparse_output=False), ["color"])])
+        scaled.set_output(transform=output)
+        model = make_pipeline(scaled, SimpleImputer(add_indicator=True), FixedImportances([1, 2, 1, 1, 3])).fit(X, y)
+        assert model[:-1].get_feature_names_out()[-1] == "missingindicator_num__carat"
+        assert grouped_importances(model, aggregate="sum").to_dict() == pytest.approx(
+            {"carat": 0.5, "depth": 0.25, "color": 0.25, "cut": 0.0})

@@ -295,3 +295,73 @@ def test_which_refits_kept_the_linear_only_model(jordan, rffnet_result):
                                  importance_getter="named_steps.rffnetregressor.feature_importances_")
     assert_array_equal(result.linear_only, [True, True])
     assert_array_equal(result.selection_frequency, np.eye(18)[0])
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """A table with a rare category (some half-samples lack it, so a one-hot encoder makes fewer columns)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "blue"], 80)
+    colour[7] = "rare"
+    frame = pd.DataFrame({"b": rng.normal(size=80), "colour": colour, "a": rng.normal(size=80)})
+    return frame, 3.0 * frame["a"] + (frame["colour"] == "red") + 0.1 * rng.normal(size=80)
+
+
+def _encoded(model):
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    # the encoded colour comes first: the columns the model sees are not in the order of X
+    return make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["colour"]),
+                                                 (StandardScaler(), ["a", "b"])), model)
+
+
+def test_a_series_or_dict_of_importances_is_matched_to_the_columns_by_label(jordan, mixed):
+    """grouped_importances returns a Series sorted by value: its values must land on their columns, not in its order."""
+    from rffkit.inspection import grouped_importances
+
+    frame, y = mixed
+    kwargs = dict(n_resamples=3, random_state=0)
+    result = relevance_stability(_encoded(_forest()), frame, y, importance_getter=grouped_importances, **kwargs)
+    assert_array_equal(result.selection_frequency, [0.0, 0.0, 1.0])  # a, not the first column
+    assert np.all(result.importances[:, 2] > 0.5)
+    numeric = frame[["b", "a"]]
+    plain = relevance_stability(_forest(), numeric, y, **kwargs).importances
+    for getter in (lambda fitted: grouped_importances(fitted).to_dict(),
+                   lambda fitted: grouped_importances(fitted)[::-1]):
+        assert_allclose(relevance_stability(_forest(), numeric, y, importance_getter=getter, **kwargs).importances,
+                        plain)
+    X, target = jordan  # no column names: labelled 'x0', 'x1', ...; a default index is positional
+    plain = relevance_stability(_forest(), X[:, :3], target, **kwargs).importances  # impurity shares: sum 1
+    for getter in (lambda fitted: grouped_importances(fitted)[::-1],
+                   lambda fitted: type(frame["a"])(fitted.feature_importances_)):  # a pandas Series
+        assert_allclose(relevance_stability(_forest(), X[:, :3], target, importance_getter=getter,
+                                            **kwargs).importances, plain)
+    with pytest.raises(ValueError, match=r"labelled \['a', 'c'\], which are not the columns of X \(\['b', 'a'\]\)"):
+        relevance_stability(_forest(), numeric, y, importance_getter=lambda fitted: {"a": 1.0, "c": 2.0}, **kwargs)
+
+
+def test_the_default_importances_of_a_pipeline_are_grouped_by_input_column(mixed):
+    """Resamples without the rare category have fewer encoded columns; every refit still gives one value per column
+    of X: grouped_importances' values (a tree's sum), or in proportion to them (RFFNet's norm)."""
+    from rffkit.inspection import grouped_importances
+
+    frame, y = mixed
+    kwargs = dict(n_resamples=4, random_state=0)
+    widths = relevance_stability(_encoded(_forest()), frame, y, importance_getter=lambda fitted: [
+        fitted[-1].n_features_in_] * 3, **kwargs).importances[:, 0]
+    assert set(widths) == {4.0, 5.0}
+    default = relevance_stability(_encoded(_forest()), frame, y, **kwargs)
+    grouped = relevance_stability(_encoded(_forest()), frame, y, importance_getter=grouped_importances, **kwargs)
+    assert_allclose(default.importances, grouped.importances)
+    assert default.feature_names.tolist() == ["b", "colour", "a"]
+    assert_array_equal(default.selection_frequency, [0.0, 0.0, 1.0])
+    net = _encoded(RFFNetRegressor(n_components=50, max_iter=5, linear_term=False, random_state=0))
+    default = relevance_stability(net, frame, y, **kwargs).importances
+    grouped = relevance_stability(net, frame, y, importance_getter=grouped_importances, **kwargs).importances
+    assert_allclose(default / default.sum(axis=1, keepdims=True), grouped)
+    # an importance per encoded column does not fit the columns of X: a clear message, before stacking the refits
+    with pytest.raises(ValueError, match="have [45] entries but X has 3 features; pass an importance_getter"):
+        relevance_stability(_encoded(_forest()), frame, y,
+                            importance_getter=lambda fitted: fitted[-1].feature_importances_, **kwargs)

@@ -27,6 +27,7 @@ from .stability import RelevanceStability
 __all__ = ["grouped_importances", "plot_relevances", "combine_shares"]
 
 _AGGREGATES = ("auto", "norm", "sum", "max")
+_INDICATOR_PREFIX = "missingindicator_"  # MissingIndicator's output names, also an imputer's add_indicator ones
 
 
 def combine_shares(shares, owners, n_columns, aggregate):
@@ -119,8 +120,8 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
     importances : pandas.Series or dict
         One entry per input column, indexed by its name (``feature_names_in_`` when
         the data had column names, else ``'x0'``, ``'x1'``, ...), sorted by decreasing
-        importance (ties in input column order). Columns the preprocessing drops get 0. A ``dict`` in the same order when pandas is not
-        installed.
+        importance (ties in input column order). Columns the preprocessing drops get 0.
+        A ``dict`` in the same order when pandas is not installed.
 
     Raises
     ------
@@ -248,6 +249,20 @@ def _shares_and_owners(model):
     if not isinstance(model, Pipeline) or len(model.steps) == 1:
         names = _input_names(final, importances.shape[0])
         return shares, np.arange(importances.shape[0]), names
+    names, owners = _pipeline_owners(model)
+    if len(owners) != shares.shape[0]:
+        raise ValueError(
+            f"grouped_importances: the preprocessing outputs {len(owners)} columns but {name} has "
+            f"{shares.shape[0]} feature_importances_."
+        )
+    return shares, np.asarray(owners, dtype=int), names
+
+
+def _pipeline_owners(model):
+    """Input column names of a fitted Pipeline, and the input column each column of its final estimator comes from.
+
+    Raises ValueError when a column of the preprocessing output cannot be traced to one input column.
+    """
     preprocessing = model[:-1]
     names = _input_names(model, None)
     if names is None:
@@ -255,12 +270,7 @@ def _shares_and_owners(model):
     if names is None:
         raise ValueError("grouped_importances: cannot tell how many input columns the pipeline was fitted on.")
     _, owners = _trace(preprocessing, names)
-    if len(owners) != shares.shape[0]:
-        raise ValueError(
-            f"grouped_importances: the preprocessing outputs {len(owners)} columns but {name} has "
-            f"{shares.shape[0]} feature_importances_."
-        )
-    return shares, np.asarray(owners, dtype=int), names
+    return names, owners
 
 
 def _input_names(fitted, n_features):
@@ -317,7 +327,11 @@ def _trace_column_transformer(transformer, names):
             )
         out_names += sub_names
         owners += [indices[j] for j in sub_owners]
-    return out_names, owners
+    try:  # the names a next step was fitted on: the ColumnTransformer's own (``num__a`` when prefixed)
+        own = [str(name) for name in transformer.get_feature_names_out()]
+    except (AttributeError, ValueError, TypeError):
+        own = []
+    return (own if len(own) == len(owners) else out_names), owners
 
 
 def _column_indices(columns, names):
@@ -337,10 +351,12 @@ def _column_indices(columns, names):
 def _trace_by_name(transformer, names):
     """Trace the outputs of a transformer through its ``get_feature_names_out``.
 
-    Outputs named as inputs: column-wise (a scaler; an imputer, which may drop some). One
-    input: every output comes from it. Otherwise each output must be named after one
-    input followed by ``_`` (a one-hot encoder's ``color_red``); when two input names both
-    fit, the longer one wins.
+    Outputs named as inputs: column-wise (a scaler; an imputer, which may drop some),
+    where a missing-value indicator ``missingindicator_<input>`` (a ``MissingIndicator``,
+    an imputer's ``add_indicator=True``) counts toward the input it marks. One input:
+    every output comes from it. Otherwise each output must be named after one input
+    followed by ``_`` (a one-hot encoder's ``color_red``); when two input names both fit,
+    the longer one wins.
     """
     label = type(transformer).__name__
     try:
@@ -349,8 +365,9 @@ def _trace_by_name(transformer, names):
         raise ValueError(
             f"grouped_importances: cannot trace the columns of {label}: it has no usable get_feature_names_out ({exc})."
         ) from exc
-    if set(out_names) <= set(names):  # column-wise, some columns dropped (an imputer drops all-missing ones)
-        return out_names, [list(names).index(name) for name in out_names]
+    marked = [_marked_input(name, names) for name in out_names]
+    if set(marked) <= set(names):  # column-wise, some columns dropped (an imputer drops all-missing ones)
+        return out_names, [list(names).index(name) for name in marked]
     if len(names) == 1:
         return out_names, [0] * len(out_names)
     owners = []
@@ -364,6 +381,13 @@ def _trace_by_name(transformer, names):
             )
         owners.append(max(matches, key=lambda i: len(names[i])))
     return out_names, owners
+
+
+def _marked_input(out_name, names):
+    """The input a missing-value indicator column marks (scikit-learn names it ``missingindicator_<input>``),
+    else ``out_name`` itself."""
+    marked = out_name[len(_INDICATOR_PREFIX):] if out_name.startswith(_INDICATOR_PREFIX) else None
+    return marked if marked in names else out_name
 
 
 def _names_and_values(importances):

@@ -38,7 +38,9 @@ class RelevanceStability:
     ----------
     importances : ndarray of shape (n_resamples, n_features)
         The importances of each refit (one row per resample), as the estimator reports
-        them (RFFNet: ``|lambda|`` scaled to [0, 1]; trees: impurity decrease summing to 1).
+        them (RFFNet: ``|lambda|`` scaled to [0, 1]; trees: impurity decrease summing to 1),
+        one per column of ``X`` (a pipeline's are grouped by input column, see
+        ``importance_getter`` of :func:`relevance_stability`).
     selected : ndarray of bool, shape (n_resamples, n_features)
         Whether the feature was selected in that refit.
     mean, std : ndarray of shape (n_features,)
@@ -272,9 +274,18 @@ def relevance_stability(
     importance_getter : 'auto', str or callable, default='auto'
         'auto' reads ``feature_importances_`` and falls back on ``|coef_|`` (the norm
         over outputs for 2-D ``coef_``), of the fitted estimator or else of a pipeline's
-        last step (whose inputs must then be one per column of ``X``). A string is a dotted attribute path of the
-        fitted estimator (e.g. ``'named_steps.model.feature_importances_'``); a
-        callable takes the fitted estimator and returns the importances.
+        last step. A pipeline's preprocessing is traced back to the columns of ``X`` as
+        :func:`rffkit.inspection.grouped_importances` traces it, and the importances of
+        the columns made from one column of ``X`` (a one-hot encoder's indicators, an
+        imputer's missing-value indicator) are combined into one: their Euclidean norm
+        for rffkit's estimators, their sum for others (preprocessing that keeps one
+        column per column of ``X``, in order, leaves the values as the estimator reports
+        them). A string is a dotted attribute path of the fitted estimator (e.g.
+        ``'named_steps.model.feature_importances_'``); a callable takes the fitted
+        estimator and returns the importances (e.g. ``grouped_importances``). An array
+        must hold one value per column of ``X``, in order; a pandas Series or a dict is
+        matched to the columns of ``X`` by its labels (``'x0'``, ``'x1'``, ... when
+        ``X`` has no column names), which must be exactly those columns.
     n_jobs : int, default=None
         Parallel refits through joblib (None: one, unless in a ``parallel_config``).
     random_state : int, RandomState instance or None, default=None
@@ -328,21 +339,16 @@ def relevance_stability(
     # Row r holds the seeds of resample r, so the first k resamples are the same
     # whatever n_resamples >= k is (a run can be extended) and whatever n_jobs is.
     seeds = rng.randint(SEED_BOUND, size=(n_resamples, 2))
+    columns = list(X.columns) if hasattr(X, "columns") else [f"x{i}" for i in range(n_features)]
     jobs = (
         delayed(refit)(estimator, X, y, resample(groups, fraction, method, resample_seed), estimator_seed,
-                        importance_getter)
+                        importance_getter, columns)
         for resample_seed, estimator_seed in seeds
     )
-    refits = Parallel(n_jobs=n_jobs)(jobs)
+    refits = Parallel(n_jobs=n_jobs)(jobs)  # each refit checks it has one importance per column
     importances = np.vstack([values for values, _ in refits])
     flags = [flag for _, flag in refits]
     linear_only = None if any(flag is None for flag in flags) else np.array(flags, dtype=bool)
-    if importances.shape[1] != n_features:
-        raise ValueError(
-            f"relevance_stability: the importances of {type(estimator).__name__} have "
-            f"{importances.shape[1]} entries but X has {n_features} features; pass an "
-            "importance_getter that returns one importance per input feature."
-        )
 
     selected, rule = select(importances, threshold, top_k)
     lower, upper = np.percentile(importances, percentiles, axis=0)
