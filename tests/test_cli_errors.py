@@ -307,6 +307,22 @@ def test_predict_and_score_advise_what_they_can_do(folder, capsys):
         assert "in Python" not in err and "fit an encoding" not in err
 
 
+def test_a_column_of_too_many_categories_is_refused_with_what_fit_can_do(folder, capsys):
+    """A text column of more than 1,000 values (flights' tailnum) advised raising max_categories, which rffkit fit has
+    no option for; it names --exclude with the column. Python's message still names the parameter."""
+    rng = np.random.default_rng(0)
+    table = pa.table({"x": rng.normal(size=1300), "tail num": [f"N{k:04d}" for k in range(1300)],
+                      "y": rng.normal(size=1300)})
+    pa_csv.write_csv(table, folder / "tails.csv")
+    err = _fails(capsys, folder, "fit", "{d}/tails.csv", "--target", "y", "--test-size", "0", "--output",
+                 "{d}/new.rffkit")
+    assert "column 'tail num' has more than 1000 distinct values, the most rffkit fit one-hot encodes in a column; " \
+        "leave it out (--exclude 'tail num')" in err
+    assert "max_categories" not in err and "in Python" not in err
+    with pytest.raises(rffkit.io.DataSourceError, match=r"more than max_categories=1000 .*raise max_categories"):
+        rffkit.io.open_table(str(folder / "tails.csv"), target="y")
+
+
 def test_id_columns_that_cannot_be_copied_name_their_file(folder, capsys):
     """An --id column of a type that cannot be text in one shard names that shard; a nested column
     cannot go to a CSV file."""

@@ -432,7 +432,7 @@ def test_exclude_leaves_an_identifier_out(tmp_path, capsys):
     path = tmp_path / "t.csv"
     pa_csv.write_csv(pa.table({"id": [f"row{k}" for k in range(1500)], "x": x, "y": np.sin(x)}), path)
     assert cli.main(["fit", str(path), "--target", "y", "--output", str(tmp_path / "m.rffkit")]) == 2
-    assert "--exclude on the command line" in capsys.readouterr().err
+    assert "leave it out (--exclude id)" in capsys.readouterr().err
     _run(capsys, "fit", path, "--target", "y", "--exclude", "id", "--model", "ridge", "--output", tmp_path / "m.rffkit")
     assert rffkit.load(tmp_path / "m.rffkit")["encoding"]["columns"] == ["x"]
     assert cli.main(["fit", str(path), "--target", "y", "--exclude", "id", "--features", "x"]) == 2

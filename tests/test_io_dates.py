@@ -163,3 +163,44 @@ def test_fit_and_predict_read_zoned_fractional_and_two_digit_year_times(tmp_path
     out, err = _run(capsys, "fit", tmp_path / "short.csv", "--target", "y", "--model", "ridge", "--dates",
                     "t=%d/%m/%y", "--output", tmp_path / "s.rffkit")
     assert "(t written %d/%m/%y)" in out and "two-digit" not in err
+
+
+def test_dates_the_files_typed_as_dates_are_read_from_iso_text_in_new_data(tmp_path, capsys):
+    """A model fitted on a column that files give as timestamps or dates (an ISO-dated CSV, a Parquet date or
+    timestamp) refused the same dates as ISO text (a Parquet string column, as pandas writes one from strings):
+    the encoding records such columns (times) and reads text in them as ISO 8601; older model files still load."""
+    rng = np.random.default_rng(0)
+    days = np.datetime64("2021-01-01") + rng.integers(0, 365, 300).astype("timedelta64[D]")
+    x = rng.normal(size=300)
+    y = x + (days - days.min()).astype(float) / 50
+    iso = [str(day) for day in days]
+    pa_csv.write_csv(pa.table({"day": iso, "x": x, "y": y}), tmp_path / "iso.csv")
+    pq.write_table(pa.table({"day": pa.array(days.astype("datetime64[us]")), "x": x, "y": y}), tmp_path / "ts.parquet")
+    pq.write_table(pa.table({"day": pa.array(iso, pa.large_string()), "x": x, "y": y}), tmp_path / "text.parquet")
+    pa_csv.write_csv(pa.table({"day": [f"{day.astype(object):%m/%d/%Y}" for day in days], "x": x, "y": y}),
+                     tmp_path / "us.csv")
+    source = open_table(str(tmp_path / "ts.parquet"), target="y")
+    assert source.encoding.times == ("day",) and source.encoding.to_dict()["times"] == ["day"]
+    assert rffkit.io.ColumnEncoding.from_dict(source.encoding.to_dict()) == source.encoding
+    new = next(open_table(str(tmp_path / "text.parquet"), target="y", encoding=source.encoding).iter_chunks())
+    np.testing.assert_array_equal(new.X, next(source.iter_chunks()).X)
+    stamped = [f"{day}T06:00:00" for day in iso]
+    X = source.encoding.transform({"day": stamped, "x": x})
+    np.testing.assert_allclose(X[:, 0] - 0.25, next(source.iter_chunks()).X[:, 0])
+    with pytest.raises(DataSourceError, match=r"column 'day' holds '2021-02-30' at row 1, written in ISO 8601, "
+                       "but no day of the calendar"):
+        source.encoding.transform({"day": [iso[0], "2021-02-30"], "x": x[:2]})
+    for train in ("iso.csv", "ts.parquet"):
+        _run(capsys, "fit", tmp_path / train, "--target", "y", "--model", "ridge", "--output", tmp_path / "m.rffkit")
+        predicted = []
+        for name in ("iso.csv", "ts.parquet", "text.parquet"):
+            _run(capsys, "predict", tmp_path / "m.rffkit", tmp_path / name, "--output", tmp_path / "p.csv")
+            predicted.append(pa_csv.read_csv(tmp_path / "p.csv").column("predicted_y").to_numpy())
+        np.testing.assert_array_equal(predicted[2], predicted[0])
+        np.testing.assert_array_equal(predicted[1], predicted[0])
+        status = cli.main(["predict", str(tmp_path / "m.rffkit"), str(tmp_path / "us.csv"), "--output",
+                           str(tmp_path / "p.csv")])
+        assert status == 2
+        assert "column 'day' holds '" in capsys.readouterr().err  # the dates in another form: named, not guessed
+    older = {key: value for key, value in source.encoding.to_dict().items() if key != "times"}
+    assert rffkit.io.ColumnEncoding.from_dict(older).times == ()  # a file written before: read as it was

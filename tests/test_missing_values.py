@@ -265,6 +265,30 @@ def test_arrays_and_frames_with_nan_get_the_column_row_and_way_out():
         RFFNetRegressor().fit(np.where(np.isnan(X), np.inf, X), rng.normal(size=40))
 
 
+def test_pandas_nullable_columns_with_na_get_the_column_row_and_way_out():
+    """A pandas <NA> in a nullable Int64 or boolean column (or target) got scikit-learn's generic "Input X contains
+    NaN" message, which names neither; it gets the column, the row and the imputer, as a float NaN does."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=40), "count": pd.array([*range(39), None], dtype="Int64"),
+                          "flag": pd.array([True, False] * 20, dtype="boolean")})
+    frame.loc[7, "flag"] = pd.NA
+    with pytest.raises(ValueError, match=r"RFFRidge: X holds a missing value \(<NA>\) in column 'flag' at row 7 "
+                       r"\(counting from 0; 2 rows have one\), .*SimpleImputer\(add_indicator=True\)"):
+        rffkit.RFFRidge().fit(frame, rng.normal(size=40))
+    with pytest.raises(ValueError, match=r"RFFClassifier: X holds a missing value \(<NA>\) in column 'count' at row "
+                       r"39 \(counting from 0; 1 row has one\)"):
+        rffkit.RFFClassifier().fit(frame.fillna({"flag": True}), np.arange(40) % 2)
+    target = pd.Series(pd.array([*range(30), None, *range(9)], dtype="Int64"))
+    with pytest.raises(ValueError, match=r"y holds a missing value \(NaN\) at row 30 \(counting from 0; 1 row has "
+                       r"one\); drop the rows whose target is missing"):
+        rffkit.RFFRidge().fit(frame.fillna({"flag": True, "count": 0}), target)
+    model = make_pipeline(SimpleImputer(add_indicator=True), rffkit.RFFRidge(n_components=20, random_state=0))
+    assert np.isfinite(model.fit(frame, rng.normal(size=40)).predict(frame)).all()  # the way out works
+
+
 def test_an_empty_column_draws_a_warning(tmp_path):
     path = tmp_path / "e.csv"
     path.write_text("a,b,y\n1.0,,0.5\n2.0,,1.5\n3.0,,2.5\n")

@@ -24,7 +24,7 @@ from ._cli_support import (
     takes_sources, unscaled_inputs,
 )
 from ._encoding import warn_unknown_categories
-from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, listing
+from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, TooManyCategoriesError, listing
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
@@ -214,12 +214,13 @@ def fit_command(args):
         report = Report(args.json, quiet=rank != 0)
         dtype = np.float32 if args.dtype == "float32" else np.float64  # 'auto': float32 once the fit streams
         # the categories and fill means come from the training rows: the held-out ones are new data
-        source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
-                            categorical=args.categorical, dates=_date_forms(args.dates),
-                            delimiter=args.delimiter, decimal=args.decimal,
-                            dtype=dtype, missing=args.missing,
-                            drop_missing_target=args.missing == "encode",
-                            learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
+        with _many_categories():
+            source = open_table(args.data, target=args.target, features=args.features, exclude=args.exclude,
+                                categorical=args.categorical, dates=_date_forms(args.dates),
+                                delimiter=args.delimiter, decimal=args.decimal,
+                                dtype=dtype, missing=args.missing,
+                                drop_missing_target=args.missing == "encode",
+                                learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         _refuse_overwriting(args.output, source.files)
         kind, values, n_rows, numbers_in_text, n_distinct, fractional = summarise_target(source)
         if n_rows == 0:
@@ -286,6 +287,18 @@ def _read_ids(source, columns, outputs, to_csv):
                 column, r"^(0|[1-9][0-9]{0,17})$")).as_py() is not False:
             table = table.set_column(j, table.field(j).name, pc.cast(column, pa.int64()))
     return table
+
+
+@contextlib.contextmanager
+def _many_categories():
+    """Re-raise the refusal of a column of too many categories with what ``rffkit fit`` can do (it has
+    no max_categories option)."""
+    try:
+        yield
+    except TooManyCategoriesError as error:
+        raise CommandLineError(f"column {error.column!r} has more than {error.max_categories} distinct values, the "
+                               "most rffkit fit one-hot encodes in a column; leave it out (--exclude "
+                               f"{shlex.quote(error.column)}), or derive a column of fewer values from it.") from None
 
 
 #: The advice of the data layer's messages that only ``rffkit fit`` (or Python) can follow, and what

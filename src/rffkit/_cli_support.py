@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
-import math
 import os
 import secrets
 import warnings
@@ -114,22 +113,20 @@ def parse_settings(items):
 def configure(estimator, settings, n_columns):
     """Set ``settings`` on ``estimator``, naming the valid parameters when one is unknown."""
     from .features import RandomFourierFeatures
-    from .ridge import DEFAULT_N_COMPONENTS
+    from .ridge import _default_features
 
     params = estimator.get_params(deep=True)
     default_map = "features" in params and params["features"] is None
     valid = set(params)
     if default_map:  # features=None: features__... sets the default map's parameters
         valid |= {f"features__{name}" for name in RandomFourierFeatures().get_params()}
-    name = type(estimator).__name__
     unknown = [key for key in settings if key not in valid]
     if unknown:
-        raise CommandLineError(f"--set {unknown[0]}: {name} has no parameter {unknown[0]!r}; its "
+        raise CommandLineError(f"--set {unknown[0]}: {type(estimator).__name__} has no parameter {unknown[0]!r}; its "
                                f"parameters are {', '.join(sorted(valid))}.")
     if default_map and any(key.startswith("features__") for key in settings):
-        # the map RFFRidge/RFFClassifier build for features=None, on standardised columns
-        estimator.set_params(features=RandomFourierFeatures(
-            n_components=DEFAULT_N_COMPONENTS, length_scale=math.sqrt(n_columns / 2)))
+        # the map features=None builds, on standardised columns (variance 1); n_components still sets its width
+        estimator.set_params(features=_default_features(n_columns, 1.0, None))
     return estimator.set_params(**settings)
 
 

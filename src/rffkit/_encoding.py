@@ -27,6 +27,7 @@ from ._io_base import (
     MissingValueError,
     NumbersInText,
     RowNumbers,
+    TooManyCategoriesError,
     UnknownCategoryError,
     at_row,
     check_finite,
@@ -34,10 +35,11 @@ from ._io_base import (
     check_no_nulls,
     listing,
     public_in_io,
+    row_mask,
     short,
     warn_user,
 )
-from ._text_dates import text_column_numbers
+from ._text_dates import ISO_8601, text_column_numbers
 
 __all__ = ["ColumnEncoding", "learn_encoding", "row_mask", "warn_unknown_categories", "MISSING"]
 
@@ -62,7 +64,7 @@ class ColumnEncoding:
     site identifier, a ZIP code) is matched by the text of its values, so its categories are
     strings (``"4"``, ``"2.5"``, ``"true"``, ``"2020-01-31"``; NaN is a missing value). A text
     column in ``dates`` (or one of numbers such as 20200131) is read as dates in its ``strptime``
-    format, as days since 1970-01-01.
+    format, as days since 1970-01-01, and a text column in ``times`` as ISO 8601 dates.
 
     Missing values (nulls, and NaN in numeric columns) are an error by default. With
     ``missing='encode'`` they become inputs the model can use: mean imputation with a
@@ -96,6 +98,9 @@ class ColumnEncoding:
         Text columns of dates and their ``strptime`` formats, such as ``"%m/%d/%Y"`` (found
         by :func:`rffkit._text_dates.date_format` when learned); a value that is no such
         date is an error naming it and its row.
+    times : sequence of str, default=()
+        Columns the files gave as timestamps or dates (recorded when learned), which new
+        data may write as ISO 8601 text (2020-01-31, 2020-01-31T10:30:00) instead.
 
     Attributes
     ----------
@@ -128,6 +133,7 @@ class ColumnEncoding:
     fill_values: dict = field(default_factory=dict)
     indicators: tuple = ()
     dates: dict = field(default_factory=dict)
+    times: tuple = ()
 
     def __post_init__(self):
         columns = tuple(str(column) for column in self.columns)
@@ -163,10 +169,13 @@ class ColumnEncoding:
             raise ValueError(f"ColumnEncoding: indicators must be distinct columns of fill_values; got "
                              f"{listing(indicators)}.")
         dates = {str(name): str(format) for name, format in dict(self.dates).items()}
-        stray = [name for name in dates if name not in columns or name in categories]
+        times = tuple(str(name) for name in self.times)
+        stray = [name for name in (*dates, *times) if name not in columns or name in categories or name in times
+                 and name in dates]
         if stray:
-            raise ValueError(f"ColumnEncoding: dates given for {listing(stray)}, not among the columns or one-hot "
-                             "encoded.")
+            raise ValueError(f"ColumnEncoding: dates or times given for {listing(stray)}: not among the columns, "
+                             "one-hot encoded, or in both.")
+        object.__setattr__(self, "times", tuple(name for name in columns if name in times))
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "categories", categories)
         object.__setattr__(self, "dates", dates)
@@ -207,7 +216,7 @@ class ColumnEncoding:
             (dict of column to list of categories, ``None`` for the missing value) and,
             with ``missing='encode'``, ``"missing"``, ``"fill_values"`` (dict of column to
             float) and ``"indicators"`` (list of str); with text columns of dates, ``"dates"``
-            (dict of column to format).
+            (dict of column to format); with columns of timestamps or dates, ``"times"``.
         """
         description = {"columns": list(self.columns), "handle_unknown": self.handle_unknown,
                        "categories": {name: list(values) for name, values in self.categories.items()}}
@@ -216,6 +225,8 @@ class ColumnEncoding:
                                indicators=list(self.indicators))
         if self.dates:
             description.update(dates=dict(self.dates))
+        if self.times:  # readers that know no "times" read such columns as the files type them
+            description.update(times=list(self.times))
         return description
 
     @classmethod
@@ -227,7 +238,7 @@ class ColumnEncoding:
         description : dict
             ``"columns"``, and optionally ``"categories"`` (default none),
             ``"handle_unknown"`` (default 'ignore'), ``"missing"`` (default 'error'),
-            ``"fill_values"``, ``"indicators"`` and ``"dates"`` (default none).
+            ``"fill_values"``, ``"indicators"``, ``"dates"`` and ``"times"`` (default none).
 
         Returns
         -------
@@ -236,7 +247,8 @@ class ColumnEncoding:
         """
         return cls(description["columns"], description.get("categories", {}),
                    description.get("handle_unknown", "ignore"), description.get("missing", "error"),
-                   description.get("fill_values", {}), description.get("indicators", ()), description.get("dates", {}))
+                   description.get("fill_values", {}), description.get("indicators", ()), description.get("dates", {}),
+                   description.get("times", ()))
 
     def transform(self, table, *, dtype=np.float64, rows=None, unknown=None):
         """Encode a table into ``X`` of shape (m, len(output_names)).
@@ -298,7 +310,8 @@ class ColumnEncoding:
                     "encoding lists no categories for it; fit an encoding that covers it "
                     "(TableSource.fit_encoding), or leave the column out of the features.")
             if kind == "categorical" or (column in self.dates and kind not in TIME_UNITS):  # 20200131 too
-                values = text_column_numbers(array, column, rows, self.dates.get(column))
+                form = ISO_8601 if column in self.times else self.dates.get(column)
+                values = text_column_numbers(array, column, rows, form)
             else:
                 values = numbers(array)
             if encode:
@@ -375,15 +388,6 @@ def warn_unknown_categories(unknown, encoding, rows_word="row", lacking="the mod
                   f"({listing(named(known), 5)}).")
 
 
-def row_mask(learn_rows, rows):
-    """``learn_rows(rows)`` as a boolean mask of ``len(rows)``, or a TypeError saying what it gave."""
-    mask = np.asarray(learn_rows(rows))
-    if mask.dtype != bool or mask.shape != rows.shape:
-        raise TypeError(f"learn_rows must return a boolean mask of the {len(rows)} rows it is given; "
-                        f"it returned {mask.dtype} of shape {mask.shape}.")
-    return mask
-
-
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
@@ -425,8 +429,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     labels = [RowNumbers(column) for column in sums]
 
     def too_many_categories(column):
-        return DataSourceError(f"column {column!r} has more than max_categories={max_categories} distinct "
-                               f"values; {LEAVE_OUT}, or raise max_categories.")
+        return TooManyCategoriesError(f"column {column!r} has more than max_categories={max_categories} "
+                                      f"distinct values; {LEAVE_OUT}, or raise max_categories.", column, max_categories)
 
     dates = dates or {}
 

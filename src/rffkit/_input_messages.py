@@ -138,23 +138,32 @@ def _rows_with_one(count):
     return "1 row has one" if count == 1 else f"{count:,} rows have one"
 
 
+def _floats(values):
+    """``values`` as a float64 array, pandas' ``<NA>`` (of a nullable Int64, boolean or Float64 column) as NaN."""
+    if type(values).__module__.startswith("pandas"):
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.asarray(values, dtype=np.float64)
+
+
 def locate_nan(owner, X, y, message):
     """For scikit-learn's "Input X (or y) contains NaN": the same error naming the first NaN's
     column and row and the way out; None for any other error, or input it cannot read as numbers."""
     try:
         if message.startswith("Input X contains NaN") and not sp.issparse(X):
-            rows, columns = np.nonzero(np.isnan(np.asarray(X, dtype=np.float64)))
+            rows, columns = np.nonzero(np.isnan(_floats(X)))
             if rows.size == 0:
                 return None
             names = getattr(X, "columns", None)
             column = repr(names[columns[0]]) if names is not None else str(columns[0])
             count = np.unique(rows).size
-            return (f"{owner}: X holds a missing value (NaN) in column {column} at row {rows[0]} (counting from 0; "
+            value = X.iloc[rows[0], columns[0]] if hasattr(X, "iloc") else np.nan
+            shown = "NaN" if isinstance(value, float) else str(value)  # pandas' <NA> of a nullable column
+            return (f"{owner}: X holds a missing value ({shown}) in column {column} at row {rows[0]} (counting from 0; "
                     f"{_rows_with_one(count)}), and {owner} needs complete inputs. Fill them in, e.g. "
                     f"make_pipeline(SimpleImputer(add_indicator=True), {owner}()): each column's mean beside a 0/1 "
                     "column that marks the rows, as rffkit fit does with files; or drop those rows.")
         if message.startswith("Input y contains NaN"):
-            rows = np.flatnonzero(np.isnan(np.asarray(y, dtype=np.float64).ravel()))
+            rows = np.flatnonzero(np.isnan(_floats(y).ravel()))
             if rows.size == 0:
                 return None
             return (f"{owner}: y holds a missing value (NaN) at row {rows[0]} (counting from 0; "

@@ -96,6 +96,15 @@ class UnknownCategoryError(DataSourceError):
     """A category absent when the encoding was fitted, under ``handle_unknown='error'``."""
 
 
+class TooManyCategoriesError(DataSourceError):
+    """A text (or categorical) ``column`` with more than ``max_categories`` distinct values, which the
+    encoding does not one-hot encode; ``rffkit fit`` says what its options can do instead."""
+
+    def __init__(self, message, column, max_categories):
+        super().__init__(message)
+        self.column, self.max_categories = column, max_categories
+
+
 class LateTextError(DataSourceError):
     """A CSV column that held only numbers or empty fields in the file's first rows, where pyarrow
     infers its type, holds text further down: ``column`` of the file ``path``, the first such
@@ -310,6 +319,15 @@ def check_missing(missing, owner):
     if missing not in ("error", "encode"):
         raise ValueError(f"{owner}: missing must be 'error' or 'encode'; got {short(missing)}.")
     return missing
+
+
+def row_mask(learn_rows, rows):
+    """``learn_rows(rows)`` as a boolean mask of ``len(rows)``, or a TypeError saying what it gave."""
+    mask = np.asarray(learn_rows(rows))
+    if mask.dtype != bool or mask.shape != rows.shape:
+        raise TypeError(f"learn_rows must return a boolean mask of the {len(rows)} rows it is given; "
+                        f"it returned {mask.dtype} of shape {mask.shape}.")
+    return mask
 
 
 def check_chunk_rows(chunk_rows):

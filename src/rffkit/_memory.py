@@ -48,14 +48,6 @@ def _itemsize(X):
     return 4 if getattr(X, "dtype", None) == np.float32 else 8
 
 
-def _width(features, default):
-    """The output width of a feature map given as a parameter (None when it is unknown)."""
-    if features is None:
-        return default
-    width = getattr(features, "n_components", None)
-    return int(width) if isinstance(width, numbers.Integral) else None
-
-
 def _is_sparse_map(features):
     return type(features).__name__ == "RandomBinningFeatures"
 
@@ -79,10 +71,10 @@ def _binning_transform(estimator, n, p, itemsize):
 
 
 def _ridge_fit(estimator, n, p, itemsize):
-    from .ridge import DEFAULT_N_COMPONENTS
+    from ._default_map import map_width, width_parameter
 
     features = estimator.features
-    D = _width(features, DEFAULT_N_COMPONENTS)
+    D = map_width(estimator)
     if D is None:
         return None
     if _is_sparse_map(features):
@@ -94,23 +86,23 @@ def _ridge_fit(estimator, n, p, itemsize):
         needed = (3.5 * n * D + 4.0 * n * n) * itemsize
     rank = min(n, D)
     return needed, f"n x D feature matrices and a {rank} x {rank} Gram matrix (D={D})", (
-        "lower features__n_components, pass X as float32 (half the memory), or stream the rows from a "
+        f"lower {width_parameter(estimator)}, pass X as float32 (half the memory), or stream the rows from a "
         "file or array with rffkit.io (RFFRidge().fit(rffkit.io.open_table(...)) or "
         "rffkit.io.ArraySource(X, y)), which accumulates Z^T Z chunk by chunk and never holds the n x D matrix"
     )
 
 
 def _classifier_fit(estimator, n, p, itemsize):
-    from .ridge import DEFAULT_N_COMPONENTS
+    from ._default_map import map_width, width_parameter
 
     features = estimator.features
-    D = _width(features, DEFAULT_N_COMPONENTS)
+    D = map_width(estimator)
     if D is None:
         return None
     if _is_sparse_map(features):
         return _binning_transform(features, n, p, itemsize)
     return 1.5 * n * D * itemsize, f"the n x D feature matrix (D={D})", (
-        "lower features__n_components, pass X as float32 (half the memory), or fit on a subsample of the rows"
+        f"lower {width_parameter(estimator)}, pass X as float32 (half the memory), or fit on a subsample of the rows"
     )
 
 

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
+from ._default_map import map_width, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
 from ._streaming import numeric_target
@@ -51,10 +52,9 @@ def fit_in_chunks_instead(estimator, X, y=None, *, error):
     sparse inputs, sparse feature maps and a chunked fit that would not fit either
     raise ``error``.
     """
-    from ._memory import _width, available_memory
-    from .ridge import DEFAULT_N_COMPONENTS  # ridge imports this module
+    from ._memory import available_memory
 
-    width = _width(estimator.features, DEFAULT_N_COMPONENTS)
+    width = map_width(estimator)
     if sp.issparse(X) or width is None or type(estimator.features).__name__ == "RandomBinningFeatures":
         raise error
     n_targets = 1 if y is None or np.ndim(y) < 2 else int(np.shape(y)[1])
@@ -138,7 +138,8 @@ def fit_stream(estimator, X, y):
     try:
         check_memory_budget(width, estimator.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
                             itemsize=np.dtype(np_dtype).itemsize, owner=owner,
-                            parameter="memory_budget", lower="features__n_components")
+                            parameter="memory_budget",
+                            lower=width_parameter(estimator))
         error = None
     except MemoryBudgetError as exc:
         error = exc
@@ -226,7 +227,8 @@ def partial_fit(estimator, X, y):
         width = _dense(features.transform(X[:1])).shape[1]
         check_memory_budget(width, estimator.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
                             itemsize=np.dtype(np_dtype).itemsize, owner=owner,
-                            parameter="memory_budget", lower="features__n_components")
+                            parameter="memory_budget",
+                            lower=width_parameter(estimator))
         train = RidgeStatistics(width, n_targets, fit_intercept=estimator.fit_intercept, device=device)
         heldout = RidgeStatistics(width, n_targets, fit_intercept=estimator.fit_intercept, device=device)
         seed, one_target = seed_from_random_state(estimator.random_state), y.ndim == 1

@@ -303,7 +303,8 @@ class TableLayout:
             if kind == "unsupported" and column in encoding.categories:
                 raise DataSourceError(f"feature column {column!r} has type {type_}, whose values cannot be read "
                                       f"as categories; {LEAVE_OUT}.")
-            uncovered = (kind == "categorical" and column not in encoding.categories and column not in encoding.dates
+            uncovered = (kind == "categorical"
+                         and column not in (*encoding.categories, *encoding.dates, *encoding.times)
                          and not text_reads_as_numbers(self.batches([column], chunk_rows, 0, 1,
                                                                     self.read_types({column: kind})),
                                                        column, nulls=encoding.missing == "encode"))

@@ -266,7 +266,9 @@ class TableSource:
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
                                  learn if learn_rows is not None or drop else None, dates)
-        return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, **learned)
+        times = [name for name in columns
+                 if self._kinds[name] == "time" and name not in categorical and name not in dates]
+        return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, times=times, **learned)
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
         """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.

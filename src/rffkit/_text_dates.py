@@ -21,7 +21,7 @@ from ._io_base import (
     LEAVE_OUT, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError, at_row, short, warn_user,
 )
 
-__all__ = ["date_columns", "date_format", "text_column_numbers", "text_dates", "warn_date_doubt"]
+__all__ = ["ISO_8601", "date_columns", "date_format", "text_column_numbers", "text_dates", "warn_date_doubt"]
 
 
 #: A time zone as ISO 8601 writes one after a time: Z (UTC), or the offset from UTC (+02:00, +0200, +02).
@@ -157,16 +157,22 @@ _ISO_FORMS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H
               "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%dT%H:%M%z", "%Y-%m-%d %H:%M%z")
 
 
+#: The format of a column that files gave as dates or timestamps (``ColumnEncoding.times``), which new
+#: data may write as text: every form of ISO 8601 above, the text a CSV reader would have read as dates.
+ISO_8601 = "ISO 8601"
+
+
 def text_dates(array, format):
     """The days since 1970-01-01 (as :func:`numbers` gives a date) of the dates a text column writes
     in ``format`` (:func:`date_format`), or as ISO 8601 text where ``format`` is no form of
-    ISO's year-month-day order; NaN where a value is missing or empty; None where a value is no
-    date in those forms, or no day of the calendar (:func:`_read_dates`: seconds may have a
+    ISO's year-month-day order (:data:`ISO_8601`: ISO 8601 text alone); NaN where a value is missing
+    or empty; None where a value is no date in those forms, or no day of the calendar (:func:`_read_dates`: seconds may have a
     fraction, and a time with a time zone counts from midnight UTC)."""
     text = pc.utf8_trim_whitespace(as_text(array))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     parsed, rest = None, text
-    for form in (format,) if format.startswith("%Y-") else (format, *_ISO_FORMS):
+    forms = _ISO_FORMS if format == ISO_8601 else (format,) if format.startswith("%Y-") else (format, *_ISO_FORMS)
+    for form in forms:
         read = _read_dates(rest, form)
         if read is None:
             return None
@@ -260,12 +266,17 @@ def text_column_numbers(array, column, rows, date_format=None):
         texts = as_text(array).to_pylist()
         position = next(k for k, text in enumerate(texts) if text is not None and (date_format is None or text.strip())
                         and read(pa.array([text])) is None)
-        if date_format is not None and _read_dates(pa.array([texts[position].strip()]), date_format) is None:
-            # read, but no such day
+        forms = _ISO_FORMS if date_format == ISO_8601 else (date_format,)
+        if date_format is not None and any(_read_dates(pa.array([texts[position].strip()]), form) is None
+                                           for form in forms):  # read, but no such day
+            written = "in ISO 8601" if date_format == ISO_8601 else f"{date_format} as the column's dates are"
             raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
-                                  f"written {date_format} as the column's dates are, but no day of the calendar; "
+                                  f"written {written}, but no day of the calendar; "
                                   f"correct the value, or {LEAVE_OUT}.")
-        expected = ("a number" if date_format is None else f"a date written {date_format}, as the column's dates are"
+        expected = ("a number" if date_format is None else
+                    "a date, as the column held when the encoding was learned (as text, in ISO 8601: 2020-01-31 or "
+                    "2020-01-31T10:30:00)" if date_format == ISO_8601 else
+                    f"a date written {date_format}, as the column's dates are"
                     + ("" if date_format.startswith("%Y-") else ", or in ISO 8601's 2020-01-31"))
         raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
                               f"where the encoding expects {expected}; correct the value, or refit the encoding on "

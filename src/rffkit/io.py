@@ -208,7 +208,8 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
     categorical = {name: () for name in features
                    if (kinds[name] == "categorical" or name in codes) and name not in dates}
     # Until the categories are learned, an empty one-hot block stands in for each string column.
-    first = encoding if given else ColumnEncoding(features, categorical, dates=dates)
+    times = [name for name in features if kinds[name] == "time" and name not in categorical and name not in dates]
+    first = encoding if given else ColumnEncoding(features, categorical, dates=dates, times=times)
     source = TableSource(layout, target, first, **options)
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(layout.files)} file(s), first {layout.files[0]!r}).")

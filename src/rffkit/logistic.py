@@ -19,6 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per_chunk
+from ._default_map import DefaultFeatureMap
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
 from ._rffnet_stream import is_stream
@@ -30,7 +31,7 @@ from .ridge import fitted_features
 __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
 
 
-class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
+class RFFClassifier(DefaultFeatureMap, StreamedAccuracy, ClassifierMixin, BaseEstimator):
     """Logistic regression (binary or multinomial) on a random-feature map.
 
     Minimises ``(1/n) sum_i loss(y_i, W^T z(x_i) + b) + (alpha / 2) ||W||_F^2`` by
@@ -43,8 +44,12 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
     ----------
     features : transformer or None, default=None
         The feature map, cloned and fitted in ``fit``. None uses Gaussian
-        :class:`~rffkit.RandomFourierFeatures` with 500 components and length scale
-        ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``).
+        :class:`~rffkit.RandomFourierFeatures` with 500 components (or ``n_components``) and
+        length scale ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``).
+    n_components : int or None, default=None
+        Width of the feature map: when not None, it overrides the ``n_components`` of the
+        map given as ``features`` (as ``random_state`` does); None: the map's own, 500 for
+        the default map.
     alpha : float, default=1e-4
         L2 penalty. ``LogisticRegression(C=C)`` corresponds to ``alpha = 1 / (C n)``.
     fit_intercept : bool, default=True
@@ -111,6 +116,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],
+        "n_components": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "alpha": [Interval(numbers.Real, 0, FLOAT32_MAX, closed="both")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -123,6 +129,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         self,
         *,
         features=None,
+        n_components=None,
         alpha=1e-4,
         fit_intercept=True,
         max_iter=500,
@@ -131,6 +138,7 @@ class RFFClassifier(StreamedAccuracy, ClassifierMixin, BaseEstimator):
         random_state=None,
     ):
         self.features = features
+        self.n_components = n_components
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter

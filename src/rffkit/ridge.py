@@ -21,6 +21,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from . import _ridge_stream
+from ._default_map import DEFAULT_N_COMPONENTS, DefaultFeatureMap, with_width
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
@@ -31,11 +32,10 @@ from .io import ArraySource, TableSource
 __all__ = ["RFFRidge", "default_features"]
 
 DEFAULT_ALPHAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
-DEFAULT_N_COMPONENTS = 500
 
 
 def default_features(X, random_state):
-    """The feature map used when ``features=None``.
+    """The feature map used when ``features=None`` (an estimator's ``n_components``, when given, sets its width).
 
     Gaussian random Fourier features with ``DEFAULT_N_COMPONENTS`` (500) components and
     the length scale of scikit-learn's ``gamma='scale'``: ``gamma = 1 / (p var(X))``,
@@ -76,14 +76,15 @@ def _feature_map(estimator, default):
     """A clone of ``estimator.features`` (``default()`` when None), not fitted.
 
     ``estimator.random_state``, when not None, overrides the clone's own
-    ``random_state`` so that the estimator alone controls reproducibility.
+    ``random_state`` so that the estimator alone controls reproducibility, and
+    ``estimator.n_components``, when not None, its ``n_components`` (:func:`with_width`).
     """
     if estimator.features is None:
-        return default()
+        return with_width(default(), estimator)
     features = clone(estimator.features)
     if estimator.random_state is not None and "random_state" in features.get_params(deep=False):
         features.set_params(random_state=estimator.random_state)
-    return features
+    return with_width(features, estimator)
 
 
 def fitted_features(estimator, X, y=None):
@@ -121,7 +122,7 @@ def _dense(Z):
     return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
 
 
-class RFFRidge(RegressorMixin, BaseEstimator):
+class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
     """Ridge regression on a random-feature map, ``alpha`` chosen along an eigen-path.
 
     Fits ``f(x) = z(x)^T w + b`` minimising ``||y - Z w - b||^2 + alpha ||w||^2``
@@ -139,8 +140,12 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     ----------
     features : transformer or None, default=None
         The feature map, cloned and fitted in ``fit``. None uses Gaussian
-        :class:`~rffkit.RandomFourierFeatures` with 500 components and length scale
-        ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``).
+        :class:`~rffkit.RandomFourierFeatures` with 500 components (or ``n_components``) and
+        length scale ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``).
+    n_components : int or None, default=None
+        Width of the feature map: when not None, it overrides the ``n_components`` of the
+        map given as ``features`` (as ``random_state`` does); None: the map's own, 500 for
+        the default map.
     alphas : float or array-like of shape (n_alphas,), default=(1e-6, ..., 1e4)
         Regularisation strengths to try (11 decades by default). Must be positive.
     alpha_selection : {'gcv', 'loo', 'holdout'} or None, default='gcv'
@@ -164,7 +169,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         ``h = 1`` with 'holdout'), as an integer or a string such as ``'2GB'`` or
         ``'512MiB'``; None: half the memory available when the fit starts. A feature map
         wider than the budget allows raises ``MemoryBudgetError`` (a ValueError) naming
-        the largest width that fits: lower ``features__n_components``. Fits on arrays
+        the largest width that fits: lower ``n_components``. Fits on arrays
         are not checked.
     device : str, default='cpu'
         Torch device for the Gram matrix and eigendecomposition ('cpu', 'cuda',
@@ -277,6 +282,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],
+        "n_components": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "alphas": [Interval(numbers.Real, SMALLEST_PENALTY, None, closed="left"), "array-like"],
         "alpha_selection": [StrOptions({"gcv", "loo", "holdout"}), None],
         "alpha_per_target": ["boolean"],
@@ -291,6 +297,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self,
         *,
         features=None,
+        n_components=None,
         alphas=DEFAULT_ALPHAS,
         alpha_selection="gcv",
         alpha_per_target=False,
@@ -301,6 +308,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         random_state=None,
     ):
         self.features = features
+        self.n_components = n_components
         self.alphas = alphas
         self.alpha_selection = alpha_selection
         self.alpha_per_target = alpha_per_target

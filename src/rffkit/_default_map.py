@@ -1,0 +1,86 @@
+"""The width of RFFRidge's and RFFClassifier's feature map: their ``n_components`` parameter.
+
+``features=None`` builds a map of :data:`DEFAULT_N_COMPONENTS` components; ``n_components``,
+when not None, sets the width of that map or overrides the ``n_components`` of a map given as
+``features`` (:func:`with_width`), as ``random_state`` overrides its seed. :func:`map_width`
+is the width a fit will use and :func:`width_parameter` the parameter that lowers it, for
+the messages that advise doing so.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+__all__ = ["DEFAULT_N_COMPONENTS", "DefaultFeatureMap", "map_width", "width_parameter", "with_width"]
+
+#: Components of the default feature map (``features=None``, ``n_components=None``).
+DEFAULT_N_COMPONENTS = 500
+
+
+def with_width(features, estimator):
+    """``features`` (an unfitted map of ``estimator``'s) with ``estimator.n_components`` components when that is
+    not None; a ValueError when the map has no ``n_components`` parameter."""
+    if estimator.n_components is None:
+        return features
+    if "n_components" not in features.get_params(deep=False):
+        raise ValueError(
+            f"{type(estimator).__name__}: n_components={estimator.n_components!r} sets the width of the feature map, "
+            f"and the map given, {type(features).__name__}, has no n_components parameter; leave n_components=None."
+        )
+    return features.set_params(n_components=estimator.n_components)
+
+
+def map_width(estimator):
+    """Components of the feature map a fit of ``estimator`` uses: ``n_components``, or the given map's own, or
+    500 for the default map; None when the given map's is not an integer."""
+    width, features = estimator.n_components, estimator.features
+    if width is None:
+        width = DEFAULT_N_COMPONENTS if features is None else getattr(features, "n_components", None)
+    return int(width) if isinstance(width, numbers.Integral) else None
+
+
+def width_parameter(estimator):
+    """The parameter that lowers the width of ``estimator``'s feature map: ``'n_components'``, or
+    ``'features__n_components'`` for a map given as ``features`` while ``n_components`` is None."""
+    return "features__n_components" if estimator.features is not None and estimator.n_components is None \
+        else "n_components"
+
+
+class DefaultFeatureMap:
+    """Mixin of the estimators whose ``features=None`` builds a default map when they fit.
+
+    ``set_params(features__...)`` on the default map has no map to set; it says to set
+    ``n_components`` or to give ``features``, instead of scikit-learn's ``AttributeError``
+    on None.
+    """
+
+    #: Model files written before this parameter existed lack it in the instance: it was None.
+    n_components = None
+
+    def set_params(self, **params):
+        """Set the parameters of this estimator, as scikit-learn's ``set_params`` does.
+
+        ``features__...`` sets a parameter of the map given as ``features``; with
+        ``features=None`` (the default map, built in ``fit``) it raises a ValueError that
+        says to set ``n_components`` (the map's width) or to give the map.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters, nested ones as ``features__length_scale``.
+
+        Returns
+        -------
+        self : estimator
+            This estimator.
+        """
+        nested = sorted(key for key in params if key.startswith("features__"))
+        if nested and params.get("features", self.features) is None:
+            width = (f"set n_components={params[nested[0]]!r} (the width of the map), or "
+                     if nested[0] == "features__n_components" else "")
+            raise ValueError(
+                f"{type(self).__name__}: {nested[0]} sets a parameter of the feature map, and features=None (the "
+                f"default map, built in fit); {width}give the map, e.g. features=RandomFourierFeatures("
+                "n_components=500, length_scale=...), whose parameters features__... then set (in a grid too)."
+            )
+        return super().set_params(**params)
