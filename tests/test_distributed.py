@@ -46,7 +46,7 @@ TIMEOUT_SECONDS = 120
 D = 64
 
 CONFIGURATIONS = {
-    "gcv": dict(features=RandomFourierFeatures(n_components=D, length_scale=2.0)),
+    "gcv": dict(features=RandomFourierFeatures(n_components=D, length_scale=2.0), alpha_selection="gcv"),
     "default features": dict(),
     "loo": dict(features=RandomFourierFeatures(n_components=D, length_scale=2.0), alpha_selection="loo"),
     "holdout": dict(features=RandomFourierFeatures(n_components=D, length_scale=2.0), alpha_selection="holdout"),

@@ -148,15 +148,18 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         the default map.
     alphas : float or array-like of shape (n_alphas,), default=(1e-6, ..., 1e4)
         Regularisation strengths to try (11 decades by default). Must be positive.
-    alpha_selection : {'gcv', 'loo', 'holdout'} or None, default='gcv'
-        'gcv': generalised cross-validation; 'loo': exact leave-one-out squared error
-        (a second pass over a streamed source; ``partial_fit`` uses GCV instead, as it
-        keeps no rows); in memory, both leave each group of equal rows of ``X`` out whole
-        (a bootstrap sample, a table of few distinct values), as a left-out row's twin
-        would otherwise be interpolated; 'holdout': mean squared error on the rows that
-        :func:`rffkit._streaming.validation_mask` holds out (a hash of the row index, a
-        share ``validation_fraction``), after which the model is solved on all rows;
-        None: no selection, ``alphas`` must then hold exactly one value.
+    alpha_selection : {'loo', 'gcv', 'holdout'} or None, default='loo'
+        'loo': exact leave-one-out squared error (a second pass over a streamed source;
+        ``partial_fit`` uses GCV instead, as it keeps no rows); 'gcv': generalised
+        cross-validation (Golub, Heath and Wahba, 1979), which puts the mean leverage in
+        place of each row's and so misses rows of high leverage (a rare one-hot cell, few
+        distinct values), for which it can choose far too small a penalty; its gain is one
+        pass less over a streamed source. In memory, both leave each group of equal
+        rows of ``X`` out whole (a bootstrap sample, a table of few distinct values), as a
+        left-out row's twin would otherwise be interpolated. 'holdout': mean squared error
+        on the rows that :func:`rffkit._streaming.validation_mask` holds out (a hash of
+        the row index, a share ``validation_fraction``), after which the model is solved
+        on all rows. None: no selection, ``alphas`` must then hold exactly one value.
     alpha_per_target : bool, default=False
         With a 2-D ``y``, choose one ``alpha`` per target instead of one for all.
     fit_intercept : bool, default=True
@@ -299,7 +302,7 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         features=None,
         n_components=None,
         alphas=DEFAULT_ALPHAS,
-        alpha_selection="gcv",
+        alpha_selection="loo",
         alpha_per_target=False,
         fit_intercept=True,
         validation_fraction=0.1,
