@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 import safetensors.torch
 import torch
-from sklearn.compose import ColumnTransformer
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.exceptions import NotFittedError
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression
@@ -373,6 +374,11 @@ REFUSED = {
     ),
     "sparse tensor": (lambda: [torch.eye(2).to_sparse()], TypeError, r"\[0\].*dense"),
     "cycle": (lambda: (lambda cycle: cycle.append(cycle) or cycle)([]), ValueError, "cycle"),
+    "unfitted column selector": (
+        lambda: ColumnTransformer([("scale", StandardScaler(), make_column_selector(dtype_include="number"))]),
+        TypeError,
+        r"transformers: this ColumnTransformer selects columns with a callable.*fit it first, or give explicit",
+    ),
 }
 
 
@@ -384,6 +390,25 @@ def test_save_refuses_clearly_and_leaves_no_file(name, tmp_path):
         rffkit.save(factory(), tmp_path / "model.safetensors")
     assert os.listdir(tmp_path) == ["model.safetensors"]
     assert (tmp_path / "model.safetensors").read_bytes() == b"previous"
+
+
+def test_refusal_is_raised_once_at_the_top(tmp_path):
+    with pytest.raises(TypeError, match="Cannot save") as caught:
+        rffkit.save(_with_code_in_fitted_model(), tmp_path / "model.safetensors")
+    assert len(caught.traceback) <= 3  # save, encode: not a frame per level of the tree
+
+
+def test_fitted_column_selector_is_saved_as_the_columns_it_chose(tmp_path):
+    columns = ColumnTransformer([("scale", StandardScaler(), make_column_selector(dtype_include="number")),
+                                 ("onehot", OneHotEncoder(), make_column_selector(dtype_exclude="number"))])
+    model = Pipeline([("columns", columns), ("ridge", rffkit.RFFRidge(random_state=0))]).fit(FRAME, Y)
+    rffkit.save(model, tmp_path / "model.safetensors")
+    loaded = rffkit.load(tmp_path / "model.safetensors")
+    np.testing.assert_array_equal(loaded.predict(FRAME), model.predict(FRAME))
+    assert [spec[2] for spec in loaded[0].transformers] == [["a", "b", "c", "d"], ["colour"]]
+    assert callable(model[0].transformers[0][2])  # the saved object itself is unchanged
+    refitted = clone(loaded).fit(FRAME, Y)
+    np.testing.assert_array_equal(refitted.predict(FRAME), model.predict(FRAME))
 
 
 @pytest.mark.parametrize("failing", ["replace", "fsync"])

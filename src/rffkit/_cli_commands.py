@@ -20,11 +20,12 @@ from ._cli_report import (
 )
 from ._cli_support import (
     MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
-    estimators, leave_unscaled, load_model, parse_settings, predictions, replaced_atomically, summarise_target,
-    takes_sources, unscaled_inputs,
+    estimators, leave_unscaled, load_model, parse_settings, predictions, proba_column, replaced_atomically,
+    summarise_target, takes_sources, unscaled_inputs,
 )
 from ._encoding import warn_unknown_categories
 from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, TooManyCategoriesError, listing
+from ._source_scaling import fit_scaler
 from ._streaming import validation_mask
 from ._validation import final_estimator
 from .cli import CommandLineError
@@ -130,8 +131,7 @@ def _fit_model(args, source, estimator, scale, world, report):
                     f"{np.dtype(source.dtype).name} ({why})")
         start = time.perf_counter()
         if scale:  # every rank reads all training rows, so all get the same scaler
-            for chunk in train.iter_chunks():
-                scaler.partial_fit(chunk.X)
+            scaler = fit_scaler(train)
             train = RowSplit(source, *split, transform=leave_0s_and_1s(scaler).transform)
         estimator.fit(train)
         seconds = time.perf_counter() - start
@@ -249,7 +249,7 @@ def fit_command(args):
             relevances=relevances, linear_only=bool(getattr(estimator, "linear_only_", False)),
             command=shlex.join(["rffkit", *args.argv]))
         report_fit(report, estimator, seconds=seconds, n_train=n_train, n_test=n_test, score=score,
-                   relevances=relevances)
+                   relevances=relevances, model_path=args.output)
         if rank == 0:
             encoding = source.encoding
             version = (MODEL_VERSION if encoding.dates else 3 if source.categorical_codes
@@ -352,7 +352,7 @@ def predict_command(args):
         raise CommandLineError(f"the data do not hold every column the model was trained on: {error}") from None
     _refuse_overwriting(args.output, [args.model, *source.files])
     name = f"predicted_{meta['target']}"
-    outputs = [name, *(f"proba_{label}" for label in meta["classes"])] if args.proba else [name]
+    outputs = [name, *(proba_column(label) for label in meta["classes"])] if args.proba else [name]
     ids = _read_ids(source, args.id, outputs, PREDICTION_FORMATS[extension] == "csv") if args.id else None
     written, writer, unknown = 0, None, {}
     with replaced_atomically(args.output) as temporary, _new_data_errors():
@@ -362,7 +362,7 @@ def predict_command(args):
                 columns[name] = pa.array(predictions(model, chunk.X))
                 if args.proba:
                     proba = predictions(model, chunk.X, "predict_proba").astype(np.float64)
-                    columns.update({f"proba_{label}": proba[:, j] for j, label in enumerate(meta["classes"])})
+                    columns.update({proba_column(label): proba[:, j] for j, label in enumerate(meta["classes"])})
                 table = pa.table(columns)
                 if writer is None:
                     schema = table.schema

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from .persistence import ModelFileError, read_metadata
 __all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
            "report_fit", "model_file_lines", "code_hints", "swapped_arguments"]
 
+#: The relevances ``rffkit fit`` prints; ``rffkit relevances`` lists them all.
+SHOWN_RELEVANCES = 20
 #: The last word of a column's name that makes whole numbers in it look like codes (a subject, a site).
 _CODE_WORDS = {"id", "ids", "code", "subject", "patient", "person", "individual", "household", "family", "site",
                "station", "plot", "school", "firm", "county", "district", "fips", "zip", "cluster", "group", "unit",
@@ -156,9 +159,10 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
                 if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")
 
 
-def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances):
-    """Print the fit time, the held-out score and the relevances per original column (the task and
-    whether the model is linear-only are read from ``report.data``, where the fit's facts are kept)."""
+def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances, model_path=None):
+    """Print the fit time, the held-out score and the relevances per original column, the 20 largest and
+    how many more ``rffkit relevances model_path`` lists (the task and whether the model is linear-only
+    are read from ``report.data``, where the fit's facts are kept)."""
     report.line(f"fit: {seconds:.{1 if seconds >= 1 else 2}f} s on {n_train} rows")
     report.line(f"held-out score on {n_test} rows: {describe_score(score)}")
     if report.data.get("linear_only"):
@@ -170,8 +174,11 @@ def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances
                     "column; --model rffnet or srff does)")
     else:
         report.line("relevances (share of the total relevance; one-hot columns combined by their norm):")
-        for line in relevance_lines(relevances, 20):
+        for line in relevance_lines(relevances, SHOWN_RELEVANCES):
             report.line(line)
+        if len(relevances) > SHOWN_RELEVANCES:
+            where = f"rffkit relevances {shlex.quote(model_path)}" if model_path else "rffkit relevances MODEL"
+            report.line(f"  ({len(relevances) - SHOWN_RELEVANCES} more: {where} lists them)")
 
 
 def model_file_lines(path, header, meta, model):

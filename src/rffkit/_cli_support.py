@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ._encoding import MISSING
+from ._source_scaling import leave_unscaled, unscaled_inputs
 from ._io_base import PLACEHOLDER_IN_FILE, NumbersInText, at_row, listing, short
 from ._streaming import validation_mask
 from ._validation import final_estimator
@@ -28,7 +28,7 @@ from .persistence import ModelFileError, load
 
 __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators", "unscaled_inputs", "leave_unscaled",
            "parse_settings", "configure", "summarise_target", "choose_task", "takes_sources",
-           "RowSplit", "HeldOutScore", "predictions", "describe_score", "column_relevances",
+           "RowSplit", "HeldOutScore", "proba_column", "predictions", "describe_score", "column_relevances",
            "load_model", "replaced_atomically"]
 
 MODEL_FORMAT = "rffkit-command-line"
@@ -54,37 +54,6 @@ def estimators():
             ("ridge", "regression"): (RFFRidge, True),
             ("ridge", "classification"): (RFFClassifier, True),
             ("srff", "regression"): (SRFFRegressor, False)}
-
-
-def unscaled_inputs(source, scaler=None):
-    """The positions of the inputs of ``source`` that hold 0 and 1, and the command line's StandardScaler
-    leaves as they are (:func:`leave_unscaled`): one-hot columns, missing-value indicators and booleans,
-    and, given the ``scaler`` fitted on the training rows, integer columns whose training values are all
-    0 or 1. Standardised, such a column makes a rare value a large number (a 1 on 3 rows of 400 becomes
-    about 11.5), which puts its rows far from every other in the kernel's distance.
-
-    An integer column is one of 0s and 1s exactly when ``E[x (x - 1)] = var + mean^2 - mean`` is 0, as
-    ``x (x - 1)`` is positive at every other integer; the scaler's mean and variance give it without
-    another pass over the rows (a 2 on one row in ``n`` leaves ``2 / n``, far above the rounding allowed).
-    """
-    encoding, kinds = source.encoding, source._kinds
-    positions = []
-    for j, (name, column) in enumerate(zip(encoding.output_names, encoding.groups)):
-        if scaler is not None and name == column and kinds.get(column) == "integer":
-            mean, var = float(scaler.mean_[j]), float(scaler.var_[j])
-            if 0.0 < mean < 1.0 and abs(var + mean * mean - mean) <= 1e-9 * mean:
-                positions.append(j)
-        elif (column in encoding.categories or (name == f"{column}={MISSING}" and column in encoding.indicators)
-              or (name == column and kinds.get(column) == "bool")):
-            positions.append(j)
-    return positions
-
-
-def leave_unscaled(scaler, positions):
-    """The fitted StandardScaler ``scaler``, made to leave the inputs at ``positions`` as they are (mean 0,
-    scale 1)."""
-    scaler.mean_[positions], scaler.scale_[positions] = 0.0, 1.0
-    return scaler
 
 
 # -- the pieces of `rffkit fit` ---------------------------------------------------------------
@@ -304,6 +273,13 @@ class RowSplit(TableSource):
             if keep.any():
                 X = chunk.X[keep] if self._transform is None else self._transform(chunk.X[keep])
                 yield Chunk(X, chunk.y[keep], chunk.rows[keep])
+
+
+def proba_column(label):
+    """The name of the ``--proba`` column of class ``label``: ``proba_`` and the label as the CSV output writes it
+    (``proba_true`` and ``proba_false`` for a boolean target, whose predictions read ``true`` and ``false``)."""
+    text = ("true" if label else "false") if isinstance(label, (bool, np.bool_)) else label
+    return f"proba_{text}"
 
 
 def predictions(model, X, method="predict"):

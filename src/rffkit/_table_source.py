@@ -25,7 +25,9 @@ class TableSource:
     """Rows of one or more Parquet or CSV files, streamed in chunks.
 
     Create one with :func:`open_table`; :meth:`with_encoding` derives another. Iterating over
-    a source is ``iter_chunks()`` with its defaults.
+    a source is ``iter_chunks()`` with its defaults. The columns keep their units: before
+    RFFRidge or RFFClassifier, whose default feature map has one length scale for all columns,
+    standardise them with :meth:`standardized`.
 
     Parameters
     ----------
@@ -42,6 +44,8 @@ class TableSource:
     drop_missing_target : bool, default=False
         Leave out the rows whose target is missing (null, or NaN in a float column) instead
         of raising :class:`MissingValueError` on them.
+    scaler : sklearn.preprocessing.StandardScaler or None, default=None
+        Fitted; applied to each chunk's ``X`` (see :meth:`standardized`).
 
     Attributes
     ----------
@@ -66,6 +70,8 @@ class TableSource:
         With ``drop_missing_target``, the rows that have a target (one pass over it).
     n_dropped : int
         Rows left out for a missing target (0 without ``drop_missing_target``).
+    scaler : sklearn.preprocessing.StandardScaler or None
+        What standardises ``X`` (:meth:`standardized`); None when ``X`` keeps the columns' units.
 
     Examples
     --------
@@ -84,8 +90,9 @@ class TableSource:
     >>> folder.cleanup()
     """
 
-    def __init__(self, layout, target, encoding, *, chunk_rows, dtype, drop_missing_target=False):
+    def __init__(self, layout, target, encoding, *, chunk_rows, dtype, drop_missing_target=False, scaler=None):
         self._layout = layout
+        self.scaler = scaler
         self.target = target
         self.encoding = encoding
         self.drop_missing_target = bool(drop_missing_target) and target is not None
@@ -137,7 +144,8 @@ class TableSource:
 
     def __repr__(self):
         return (f"TableSource({len(self._layout.files)} {self.format} file(s), "
-                f"target={self.target!r}, n_features={self.n_features})")
+                f"target={self.target!r}, n_features={self.n_features}"
+                f"{', standardized' if self.scaler is not None else ''})")
 
     def __iter__(self):
         return self.iter_chunks()
@@ -185,9 +193,10 @@ class TableSource:
         Returns
         -------
         source : TableSource
-            Same files, target, ``chunk_rows`` and ``dtype``; this source is unchanged.
+            Same files, target, ``chunk_rows`` and ``dtype``, not standardised (its columns
+            are others); this source is unchanged.
         """
-        return self._replace(encoding=encoding)
+        return self._replace(encoding=encoding, scaler=None)
 
     def with_dtype(self, dtype):
         """A source over the same files whose chunks' ``X`` has ``dtype``.
@@ -204,9 +213,53 @@ class TableSource:
         """
         return self._replace(dtype=dtype)
 
+    def standardized(self, scaler=None):
+        """A source over the same rows whose ``X`` columns are standardised: mean 0, variance 1.
+
+        As ``rffkit fit`` does before RFFRidge and RFFClassifier: their default feature map has
+        one length scale for all columns, so columns in other units (grams beside millimetres)
+        would weigh unequally in its distances. The columns of 0s and 1s (one-hot columns,
+        missing-value indicators, booleans, and integer columns of only 0s and 1s) are left as
+        they are. Scale new data by the training source's scaler, so that a model sees its
+        inputs as in fit: ``open_table(new, encoding=train.encoding).standardized(train.scaler)``.
+
+        Parameters
+        ----------
+        scaler : sklearn.preprocessing.StandardScaler, optional
+            A fitted scaler of ``n_features`` columns, such as another source's ``scaler``.
+            Default: one learned from every row of this source in one pass.
+
+        Returns
+        -------
+        source : TableSource
+            Same files, target, encoding, ``chunk_rows`` and ``dtype``, with ``scaler`` set;
+            this source is unchanged.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from rffkit.io import open_table
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> with open(f"{folder.name}/data.csv", "w") as file:
+        ...     _ = file.write("grams,color,y\\n1500,red,0.5\\n2500,blue,1.0\\n3500,red,0.0\\n")
+        >>> train = open_table(f"{folder.name}/data.csv", target="y").standardized()
+        >>> next(iter(train)).X.round(3).tolist()
+        [[-1.225, 0.0, 1.0], [0.0, 1.0, 0.0], [1.225, 0.0, 1.0]]
+        >>> folder.cleanup()
+        """
+        from ._source_scaling import source_scaler
+
+        if scaler is None:
+            scaler = source_scaler(self._replace(scaler=None))
+        elif getattr(scaler, "n_features_in_", None) != self.n_features:
+            raise ValueError(f"standardized: the scaler has {getattr(scaler, 'n_features_in_', 'no')} fitted "
+                             f"columns, this source {self.n_features}; give the scaler of a source opened "
+                             "with the same encoding.")
+        return self._replace(scaler=scaler)
+
     def _replace(self, **changes):
         settings = {"encoding": self.encoding, "chunk_rows": self.chunk_rows, "dtype": self.dtype,
-                    "drop_missing_target": self.drop_missing_target, **changes}
+                    "drop_missing_target": self.drop_missing_target, "scaler": self.scaler, **changes}
         return TableSource(self._layout, self.target, settings.pop("encoding"), **settings)
 
     def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None):
@@ -304,6 +357,8 @@ class TableSource:
                    rows)
                   for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
         for X, y, rows in rechunk(pieces, chunk_rows):
+            if self.scaler is not None:
+                X = np.ascontiguousarray(self.scaler.transform(X), dtype=self.dtype)
             yield Chunk(X, y, rows)
 
     def _kept_batches(self, columns, batch_rows, rank, world_size):

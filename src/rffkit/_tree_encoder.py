@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import torch
+from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import FunctionTransformer
 from torch import nn
 
@@ -70,10 +71,38 @@ def tensor_bytes(tensor):
 
 
 def encode(obj):
-    """``(tree, tensors, dtypes, devices)`` for ``obj``; TypeError/ValueError naming the path."""
+    """``(tree, tensors, dtypes, devices)`` for ``obj``; TypeError/ValueError naming the path.
+
+    A refusal is raised here, once, rather than from deep in the recursion over the tree.
+    """
     encoder = _Encoder()
-    tree = encoder.encode(obj, "", 0)
-    return tree, encoder.tensors, sorted(encoder.dtypes), sorted(encoder.devices)
+    try:
+        tree = encoder.encode(obj, "", 0)
+    except (TypeError, ValueError) as error:
+        if type(error) not in (TypeError, ValueError) or not str(error).startswith("Cannot save"):
+            raise
+        refusal = error
+    else:
+        return tree, encoder.tensors, sorted(encoder.dtypes), sorted(encoder.devices)
+    raise type(refusal)(str(refusal)) from None
+
+
+def _column_transformer_state(transformer, path):
+    """The ``__dict__`` of a ColumnTransformer to save: a fitted one's callable column selectors (such as
+    ``make_column_selector``) replaced by the columns they chose at fit, which its ``transformers_`` and
+    predictions use; an unfitted one with a callable selector is refused."""
+    state = vars(transformer)
+    specs = state.get("transformers")
+    if not isinstance(specs, (list, tuple)) or not any(
+            isinstance(spec, (list, tuple)) and len(spec) == 3 and callable(spec[2]) for spec in specs):
+        return state
+    chosen = state.get("_columns")
+    if "transformers_" not in state or not isinstance(chosen, list) or len(chosen) != len(specs):
+        raise TypeError(f"Cannot save {where(attr(path, 'transformers'))}: this ColumnTransformer selects columns "
+                        "with a callable (such as make_column_selector), which is code, and it is not fitted, so "
+                        "the columns it selects are not known; fit it first, or give explicit column lists.")
+    resolved = [type(spec)((*spec[:2], columns)) if callable(spec[2]) else spec for spec, columns in zip(specs, chosen)]
+    return {**state, "transformers": type(specs)(resolved)}
 
 
 class _Encoder:
@@ -169,7 +198,8 @@ class _Encoder:
                 raise self.refuse(attr(path, "bit_generator"), obj.bit_generator, "an unknown bit generator")
             state = self.encode(obj.bit_generator.state, attr(path, "state"), depth)
             return {"$": "generator", "bit_generator": bit_generator.__name__, "state": state}
-        state = vars(obj)  # the instance __dict__, not __getstate__: devices are kept as they were
+        # the instance __dict__, not __getstate__: devices are kept as they were
+        state = _column_transformer_state(obj, path) if cls is ColumnTransformer else vars(obj)
         if any(type(k) is not str for k in state):
             raise self.refuse(path, obj, "its __dict__ has keys that are not strings")
         module, qualname = _class_name(cls)

@@ -96,12 +96,14 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         Default rows per chunk of :meth:`TableSource.iter_chunks`.
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Dtype of ``X``.
-    encoding : 'auto' or ColumnEncoding, default='auto'
+    encoding : 'auto', ColumnEncoding or dict, default='auto'
         'auto' passes numbers and booleans through and, when some feature is a string or
         categorical column, learns a one-hot encoding in one streamed pass
         (:meth:`TableSource.fit_encoding` with its defaults and ``missing``). Pass the
         encoding of the training data when opening test data, so both get the same columns
-        and the same treatment of missing values.
+        and the same treatment of missing values. A dict is read by
+        :meth:`ColumnEncoding.from_dict`: the ``"encoding"`` of a model file that
+        ``rffkit fit`` wrote (``rffkit.load(path)["encoding"]``).
     missing : {'error', 'encode'}, default='error'
         With ``encoding='auto'``: 'error' makes a missing value (null, or NaN in a numeric
         column) an error naming its column and row; 'encode' makes it an input (a category
@@ -161,13 +163,19 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     if target is not None and target not in available:
         raise ColumnNotFoundError(f"target column {target!r} is not in {files[0]!r}; its columns "
                                   f"are {listing(available)}.")
+    if isinstance(encoding, dict):
+        try:
+            encoding = ColumnEncoding.from_dict(encoding)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"open_table: the encoding dict is not one of ColumnEncoding.to_dict() "
+                             f"({type(error).__name__}: {error}).") from None
     if isinstance(encoding, ColumnEncoding):
         if features is not None and list(features) != list(encoding.columns):
             raise ValueError("open_table: features and encoding.columns differ; give one of "
                              "them.")
         features = list(encoding.columns)
     elif encoding != "auto":
-        raise ValueError("open_table: encoding must be 'auto' or a ColumnEncoding; "
+        raise ValueError("open_table: encoding must be 'auto', a ColumnEncoding or its to_dict(); "
                          f"got {short(encoding)}.")
     check_missing(missing, "open_table")
     features = layout.feature_columns(target, features, exclude)

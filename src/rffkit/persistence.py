@@ -39,6 +39,12 @@ code (so a ``FunctionTransformer`` with a ``func``), instances of classes off th
 allow-list (subclasses included), ``defaultdict`` and other container subclasses,
 sparse tensors and tensor subclasses, datetime, structured and extended-precision
 arrays, and reference cycles. Views of one array or tensor are saved as copies.
+
+A fitted ``ColumnTransformer`` that chooses columns with a callable (``make_column_selector``)
+is saved with, in place of each callable, the columns it chose at fit (what its
+``transformers_`` use): the loaded pipeline predicts as the original, and its
+``transformers`` parameter lists those columns, so a refit of a clone takes them by name
+rather than by the selector's rule. An unfitted one with a callable is refused.
 """
 
 from __future__ import annotations
@@ -139,7 +145,8 @@ def save(estimator, path):
         When ``estimator`` holds something a model file cannot hold: a function or
         other code (``FunctionTransformer``), a class off the allow-list, a sparse
         tensor, a structured array... The message names the attribute path
-        (``steps[1][1].model_.foo``) and the type.
+        (``steps[1][1].model_.foo``) and the type. A fitted ``ColumnTransformer``'s
+        ``make_column_selector`` is saved as the columns it chose (see the module notes).
     ValueError
         When it holds a reference cycle.
 
