@@ -13,7 +13,7 @@ from sklearn.preprocessing import SplineTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
 from rffkit import RandomBinningFeatures, RandomFourierFeatures, RFFRidge
-from rffkit._ridge_path import gcv_path, loo_path, ridge_spectrum
+from rffkit._ridge_path import gcv_path, loo_path, ridge_spectrum, row_groups
 
 ALPHAS = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
 
@@ -164,6 +164,44 @@ def test_the_default_scores_penalties_by_exact_leave_one_out():
     assert gcv.alpha_ < loo.alpha_ and loo.score(X_new, f_new) > gcv.score(X_new, f_new) + 0.1  # 0.40 against 0.23
     streamed = RFFRidge(**common).fit(ArraySource(X, y))
     assert streamed.alpha_ == loo.alpha_
+
+
+def test_repeated_rows_are_scored_alike_in_float32_with_negative_zeros_and_at_the_smallest_alphas():
+    """200 rows of 20 distinct ones, scored down to alpha 1e-6 (the default grid): float32 chooses float64's
+    alpha (its noise eigenvalues had given a group's rows hat values c h of 1.3-3.7, and alpha 1e-6, test R^2
+    -1162), -0.0 and 0.0 make one group, and the GCV form equals its direct value from the fitted values
+    (its RSS - W had cancelled to 0 at small alphas, the score to its floor W / n)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 2))[rng.integers(0, 20, 200)]
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + rng.normal(size=200)
+    chosen = {}
+    for dtype in (np.float64, np.float32):
+        for selection in ("loo", "gcv"):
+            model = RFFRidge(alpha_selection=selection, random_state=0).fit(X.astype(dtype), y.astype(dtype))
+            chosen[dtype, selection] = model.alpha_
+    assert chosen[np.float32, "loo"] == chosen[np.float64, "loo"] >= 0.1
+    assert chosen[np.float32, "gcv"] == chosen[np.float64, "gcv"] >= 0.1
+    signed = np.round(X * 0.6)  # about a third of the entries are -0.0
+    assert np.signbit(signed[signed == 0]).any()
+    groups = row_groups(signed, y)
+    assert len(groups.counts) == len(np.unique(signed + 0.0, axis=0))
+    features = RandomFourierFeatures(n_components=60, random_state=0)
+    Z = features.fit_transform(signed)
+    alphas = np.logspace(-6, 0, 7)
+    gcv = gcv_path(ridge_spectrum(Z, y[:, None], fit_intercept=True, dtype=torch.float64, device="cpu"), alphas,
+                   groups).numpy().ravel()
+    naive = [naive_group_gcv(Z, y, signed @ [1e3, 1.0] + 0.0, a) for a in alphas]
+    np.testing.assert_allclose(gcv[2:], naive[2:], rtol=1e-6)
+    # at alphas 1e-6 and 1e-5, 1 - df / G is about 1e-6: its square divides the rounding of ||yc||^2 - W
+    np.testing.assert_allclose(gcv[:2], naive[:2], rtol=1e-2)
+
+
+def test_all_rows_equal_are_scored_as_distinct_rows():
+    """Leaving out a group that is every row leaves nothing to fit: all rows equal are scored as before."""
+    X, y = np.ones((30, 2)), np.random.default_rng(0).normal(size=30)
+    assert row_groups(X, y) is None
+    model = RFFRidge(random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.cv_values_))
 
 
 def test_a_bootstrap_sample_does_not_choose_the_smallest_alpha():

@@ -55,6 +55,7 @@ held-out rows from their statistics alone: with ``A``, ``b``, ``c`` the held-out
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,14 +139,14 @@ class RowGroups:
 
 def row_groups(X, y):
     """The :class:`RowGroups` of a dense ``X`` (n, p) with targets ``y`` (n, T), or None when every row
-    is distinct or ``X`` is sparse. Rows are equal when their bytes are (``-0.0`` and ``0.0`` differ,
-    which only leaves two groups where there could be one)."""
+    is distinct, when all rows are equal (no group could be left out with anything left to fit), or
+    when ``X`` is sparse. Rows are equal when their values are (``-0.0`` is ``0.0``)."""
     if sp.issparse(X):
         return None
-    X = np.ascontiguousarray(X)
+    X = np.ascontiguousarray(X) + 0.0  # -0.0 + 0.0 is 0.0: equal values, equal bytes
     keys = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
     _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    if len(first) == X.shape[0]:
+    if len(first) == X.shape[0] or len(first) < 2:
         return None
     y = np.asarray(y, dtype=np.float64).reshape(X.shape[0], -1)
     inverse = inverse.ravel()
@@ -154,6 +155,21 @@ def row_groups(X, y):
     means = sums / counts[:, None]
     within = ((y - means[inverse]) ** 2).sum(axis=0)
     return RowGroups(first=first, counts=counts, target_means=means, within=within)
+
+
+def _numerical_rank(spectrum):
+    """``spectrum`` with the eigenvalues under ``eps max(n, r) max(s)`` (NumPy's ``matrix_rank`` tolerance)
+    and their projections set to zero: directions of rounding noise, which the scores of repeated rows
+    must not count (in float32 they gave a group's rows different hat values, ``c h`` above 1)."""
+    s = spectrum.eigenvalues
+    if s.numel() == 0:
+        return spectrum
+    tolerance = torch.finfo(s.dtype).eps * max(spectrum.n_samples, s.shape[0]) * s.max()
+    kept = s > tolerance
+    dual = spectrum.dual_projections
+    return dataclasses.replace(
+        spectrum, eigenvalues=torch.where(kept, s, 0.0), projections=spectrum.projections * kept[:, None],
+        dual_projections=None if dual is None else dual * kept[:, None])
 
 
 def _writable(array):
@@ -256,6 +272,8 @@ def gcv_path(spectrum, alphas, groups=None):
     ``groups`` (:class:`RowGroups`), the GCV form of leaving each group of equal rows out
     whole (module docstring), ``inf`` where ``df(alpha)`` reaches the number of groups.
     """
+    if groups is not None:
+        spectrum = _numerical_rank(spectrum)
     s = spectrum.eigenvalues
     a = _alphas_tensor(alphas, s)[:, None]  # (A, 1)
     n = spectrum.n_samples
@@ -265,11 +283,17 @@ def gcv_path(spectrum, alphas, groups=None):
     rss = torch.clamp(spectrum.y_norm2[None, :] - weight @ q2, min=0.0)  # (A, T)
     df = (s[None, :] * shrink).sum(dim=1) + (1.0 if spectrum.intercept else 0.0)  # (A,)
     if groups is None:
-        n_groups, within = n, torch.zeros_like(spectrum.y_norm2)
+        n_groups, within, between = n, torch.zeros_like(spectrum.y_norm2), rss
     else:
+        # RSS - W without cancellation at small alphas: the squared norm of the group means' part outside the
+        # features' span, ||yc||^2 - W - sum p_k^2, plus sum p_k^2 (alpha / (s_k + alpha))^2 inside it, with
+        # p_k^2 = q_k^2 / s_k the squared projections on the orthonormal eigenvectors
         n_groups, within = len(groups.counts), torch.as_tensor(groups.within, dtype=rss.dtype, device=rss.device)
+        p2 = torch.where(s[:, None] > 0, q2 / torch.where(s > 0, s, 1.0)[:, None], 0.0)  # (r, T)
+        outside = torch.clamp(spectrum.y_norm2 - within - p2.sum(dim=0), min=0.0)
+        between = outside[None, :] + ((a * shrink) ** 2) @ p2
     denominator = (1.0 - df / n_groups) ** 2
-    score = (within[None, :] + torch.clamp(rss - within[None, :], min=0.0) / denominator[:, None]) / n
+    score = (within[None, :] + between / denominator[:, None]) / n
     score = torch.where((df < n_groups * (1 - 1e-7))[:, None], score, torch.full_like(score, float("inf")))
     return score
 
@@ -303,11 +327,13 @@ def _loo_block(spectrum, terms, U, yc_rows, counts=None):
     T = spectrum.projections.shape[1]
     base = 1.0 / spectrum.n_samples if spectrum.intercept else 0.0
     hat = base + (U * U) @ shrink  # (b, A)
-    if counts is not None:
-        hat = counts[:, None] * hat
+    if counts is not None:  # a group's hat value, under 1 unless it is fitted exactly
+        hat = torch.clamp(counts[:, None] * hat, max=1.0)
     fitted = (U @ coef_in_basis).reshape(-1, a.shape[0], T)  # (b, A, T)
     resid = yc_rows[:, None, :] - fitted
     loo = resid / (1.0 - hat)[:, :, None]
+    if counts is not None:  # a group fitted exactly (hat 1) predicts its left-out copies not at all
+        loo = torch.where((hat < 1.0)[:, :, None], loo, torch.full_like(loo, float("inf")))
     squares = loo * loo if counts is None else counts[:, None, None] * loo * loo
     return squares.sum(dim=0).to(torch.float64)
 
@@ -320,6 +346,8 @@ def loo_path(spectrum, alphas, Z, y, groups=None):
     (:class:`RowGroups`) each group of equal rows is left out whole. Costs O(n r (1 + T))
     per alpha (O(G r (1 + T)) for G groups); rows are processed in blocks.
     """
+    if groups is not None:
+        spectrum = _numerical_rank(spectrum)
     s = spectrum.eigenvalues
     dtype, device = s.dtype, s.device
     terms = _loo_terms(spectrum, alphas)
