@@ -276,6 +276,31 @@ def test_several_targets_with_one_alpha_each():
     assert relative(streamed.predict(X_test), in_memory.predict(X_test)) < 1e-8
 
 
+@pytest.mark.parametrize("n_targets", [None, 3])
+def test_score_on_a_source_equals_the_score_on_arrays(tmp_path, n_targets):
+    X, y, _ = problem(n_targets=n_targets)
+    model = RFFRidge(features=rff(), random_state=0).fit(X, y)
+    expected = model.score(X, y)  # scikit-learn's r2_score, the mean over targets
+    assert model.score(ArraySource(X, y, chunk_rows=333)) == pytest.approx(expected, rel=1e-10)
+    X_map = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64, shape=X.shape)
+    X_map[:] = X
+    assert model.score(X_map, y) == pytest.approx(expected, rel=1e-10)
+    if n_targets is None:
+        source = open_table(write_shards(tmp_path / "train", X, y), target="y", chunk_rows=256)
+        assert model.score(source) == pytest.approx(expected, rel=1e-10)
+
+
+def test_score_on_a_source_is_checked():
+    X, y, _ = problem(n=100)
+    model = RFFRidge(features=rff()).fit(X, y)
+    with pytest.raises(ValueError, match="no target to score against"):
+        model.score(ArraySource(X))
+    with pytest.raises(ValueError, match="carries its own target"):
+        model.score(ArraySource(X, y), y)
+    with pytest.raises(ValueError, match="X has 3 features"):
+        model.score(ArraySource(X[:, :3], y))
+
+
 def test_float32_source_computes_in_float32_and_stays_close():
     X, y, X_test = problem()
     in_memory = RFFRidge(features=rff(), alphas=1.0, alpha_selection=None, random_state=0).fit(X, y)

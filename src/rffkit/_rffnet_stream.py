@@ -56,7 +56,7 @@ from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._streamed_heads import (
     StreamedRidgeHeads, _head_from_statistics, _refit_from_statistics, _Standardiser, layer_width,
 )
-from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
+from ._streaming import BottomKSample, RunningMoments, numeric_target, streamed_r2, validation_mask
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
 from ._validation import (
@@ -412,13 +412,5 @@ def score_stream(estimator, X, y=None):
     source = _checked(estimator, X, y)
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against.")
-    residual = RunningMoments()
-    sse = 0.0
-    for chunk in prediction_chunks(source):
-        y = numeric_target(owner, chunk.y)[:, 0]
-        error = estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) - y
-        sse += float(error @ error)
-        residual.update(y)
-    total = float(np.sum(residual.m2))
-    return 1.0 - sse / total if total > 0 else (1.0 if sse == 0 else 0.0)
-
+    return streamed_r2(owner, prediction_chunks(source),
+                       lambda X: estimator._predict_rows(np.asarray(X, dtype=np.float64)))

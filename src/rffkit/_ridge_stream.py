@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_array, check_consistent_length
 from ._default_map import map_width, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
-from ._streaming import numeric_target
+from ._streaming import numeric_target, streamed_r2
 from ._sufficient import (
     MemoryBudgetError,
     accumulate,
@@ -250,15 +250,37 @@ def partial_fit(estimator, X, y):
     return estimator
 
 
+def _checked(estimator, X, y=None, method="predict"):
+    if isinstance(X, (TableSource, ArraySource)) and y is not None:
+        raise ValueError(f"{type(estimator).__name__}.{method}: {type(X).__name__} carries its own target; "
+                         "pass y=None.")
+    source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X, y)
+    check_columns_seen_in_fit(estimator, source)
+    return source
+
+
+def _predict_chunk(estimator, X):
+    block_rows = block_rows_for(estimator.coef_.shape[-1], X.dtype.itemsize)
+    coef = estimator.coef_.astype(X.dtype, copy=False)
+    intercept = np.asarray(estimator.intercept_, dtype=X.dtype)
+    parts = [Z @ coef.T + intercept for _, _, Z in feature_blocks(estimator.features_.transform, X, block_rows)]
+    return np.concatenate(parts) if parts else np.zeros((0,) + coef.shape[:-1], dtype=X.dtype)
+
+
 def predict_stream(estimator, X):
     """:meth:`RFFRidge.predict` on a source or a memory map, chunk by chunk."""
-    source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X)
-    check_columns_seen_in_fit(estimator, source)
-    block_rows = block_rows_for(estimator.coef_.shape[-1], np.dtype(source.dtype).itemsize)
-    predictions = []
-    for chunk in prediction_chunks(source):
-        coef = estimator.coef_.astype(chunk.X.dtype, copy=False)
-        intercept = np.asarray(estimator.intercept_, dtype=chunk.X.dtype)
-        for _, _, Z in feature_blocks(estimator.features_.transform, chunk.X, block_rows):
-            predictions.append(Z @ coef.T + intercept)
+    source = _checked(estimator, X)
+    predictions = [_predict_chunk(estimator, chunk.X) for chunk in prediction_chunks(source)]
     return np.concatenate(predictions)
+
+
+def score_stream(estimator, X, y=None):
+    """:meth:`RFFRidge.score` on a source with a target, or a memory map with ``y``: R^2, the
+    mean over targets, from one pass over the chunks."""
+    owner = type(estimator).__name__
+    source = _checked(estimator, X, y, "score")
+    if source.target is None:
+        raise ValueError(f"{owner}.score: the source has no target to score against; pass y "
+                         "or open the table with target=...")
+    n_targets = 1 if np.ndim(estimator.coef_) == 1 else estimator.coef_.shape[0]
+    return streamed_r2(owner, prediction_chunks(source), lambda X: _predict_chunk(estimator, X), n_targets)

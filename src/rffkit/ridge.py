@@ -486,6 +486,28 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
 
+    @within_limits
+    def score(self, X, y=None, sample_weight=None):
+        """R^2 of the predictions on ``(X, y)``, or on a source's rows and target, chunk by chunk
+        (the mean over targets, as scikit-learn's ``r2_score``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+        y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
+            None when ``X`` is a source with a target.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Arrays only.
+
+        Returns
+        -------
+        score : float
+        """
+        if _is_stream(X) and sample_weight is None:
+            check_is_fitted(self)
+            return _ridge_stream.score_stream(self, X, y)
+        return super().score(X, y, sample_weight=sample_weight)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
