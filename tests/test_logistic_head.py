@@ -151,6 +151,31 @@ def test_newton_reaches_the_lbfgs_optimum(n_classes, alpha):
     torch.testing.assert_close(logits, logits_ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("n_out", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_newton_hessian_by_syrk_equals_the_products(n_out, dtype):
+    """The CPU Hessian (upper triangle by syrk, :mod:`rffkit._dense`) is torch's dense one, to rounding
+    (1e-12 of its largest entry in float64, 1e-5 in float32), and both Newton steps agree."""
+    from rffkit._logistic_newton import _hessian, _hessian_upper, _newton_step
+
+    generator = torch.Generator().manual_seed(0)
+    A = torch.cat([torch.randn(90, 30, generator=generator), torch.ones(90, 1)], dim=1).to(dtype)
+    probabilities = torch.softmax(torch.randn(90, max(n_out, 2), generator=generator), dim=1).to(dtype)
+    probabilities = probabilities[:, :1] if n_out == 1 else probabilities
+    dense = _hessian(A, probabilities, 1e-3, n_out)
+    upper = torch.from_numpy(np.triu(_hessian_upper(A, probabilities, 1e-3, n_out)))
+    tolerance = (1e-12 if dtype == torch.float64 else 1e-5) * float(dense.abs().max())
+    torch.testing.assert_close(upper, torch.triu(dense), rtol=0, atol=tolerance)
+    gradient = torch.randn(dense.shape[0], generator=generator).to(dtype)
+    intercepts = torch.arange(n_out) * A.shape[1] + A.shape[1] - 1
+    # the multinomial Hessian is flat along a common shift of the intercepts, where a true gradient has no part
+    gradient[intercepts] -= gradient[intercepts].mean()
+    step = _newton_step(A, probabilities, 1e-3, n_out, gradient, intercepts)
+    assert step.dtype == dtype
+    residual = dense @ step + gradient
+    assert float(residual.abs().max()) < (1e-8 if dtype == torch.float64 else 1e-3) * float(gradient.abs().max())
+
+
 def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
     """Where Newton is the cheaper solver the cross-validated path is that of L-BFGS, to its tolerance."""
     import rffkit._logistic_path as logistic
