@@ -55,3 +55,31 @@ def test_classifier_on_a_standardized_source_sees_the_small_unit_signal(tmp_path
     raw = rffkit.RFFClassifier(random_state=0).fit(source).score(source)
     scaled = source.standardized()
     assert rffkit.RFFClassifier(random_state=0).fit(scaled).score(scaled) > max(raw + 0.1, 0.9)
+
+
+@pytest.mark.parametrize("make", [lambda: rffkit.RFFClassifier(random_state=0),
+                                  lambda: rffkit.RFFRidge(random_state=0),
+                                  lambda: rffkit.RFFNetRegressor(random_state=0, max_iter=3)])
+def test_a_model_refuses_rows_standardised_otherwise_than_in_fit(tmp_path, make):
+    """A model fitted on a standardised source predicts only on rows standardised by the same scaler, and
+    one fitted on columns as they are only on such rows: otherwise it would see other units, without a sign."""
+    path, _ = _write(tmp_path)
+    new_path, _ = _write(tmp_path, n=50, seed=1)
+    target = "label" if isinstance(make(), rffkit.RFFClassifier) else "length"
+    train = open_table(path, target=target).standardized()
+    model = make().fit(train)
+    raw = open_table(new_path, target=target, encoding=train.encoding)
+    with pytest.raises(ValueError, match="fitted on standardised columns"):
+        model.predict(raw)
+    with pytest.raises(ValueError, match="another scaler"):
+        model.predict(raw.standardized())  # the new rows' own means and scales
+    scaled = raw.standardized(train.scaler)
+    X = pd.DataFrame(np.concatenate([chunk.X for chunk in scaled]), columns=scaled.feature_names)
+    np.testing.assert_array_equal(model.predict(scaled), model.predict(X))
+    as_opened = make().fit(open_table(path, target=target))
+    with pytest.raises(ValueError, match="not standardised, and this source is standardised"):
+        as_opened.predict(scaled)
+    assert as_opened.predict(raw).shape == (50,)
+    # a later fit on arrays drops what the fit on a source recorded
+    model.fit(X, np.concatenate([chunk.y for chunk in scaled]))
+    assert model.predict(raw).shape == (50,)

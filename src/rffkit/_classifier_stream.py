@@ -50,8 +50,8 @@ from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
 from ._labels import classifier_labels
-from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, resolve_device, torch_generator,
-                          warn_if_few_rows)
+from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, record_source_columns,
+                          resolve_device, torch_generator, warn_if_few_rows)
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -232,7 +232,6 @@ def fit_rff_classifier_stream(estimator, X, y):
     """Fit an RFFClassifier on a source: its feature map, then L-BFGS on every row. Returns it."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from .io import TableSource
     from .ridge import _default_features, _dense, _feature_map
 
     owner = type(estimator).__name__
@@ -268,12 +267,9 @@ def fit_rff_classifier_stream(estimator, X, y):
     estimator.coef_ = np.ascontiguousarray(W.cpu().numpy().T)
     estimator.intercept_ = b.cpu().numpy()
     estimator.n_iter_ = info["n_iter"]
-    estimator.n_features_in_ = source.n_features
+    record_source_columns(estimator, source)
     estimator.n_rows_seen_ = first.n_rows
     estimator._stream_passes = 1 + problem.n_passes
-    estimator.__dict__.pop("feature_names_in_", None)
-    if isinstance(source, TableSource):
-        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
     return estimator
 
 

@@ -60,7 +60,8 @@ from ._streaming import BottomKSample, RunningMoments, numeric_target, streamed_
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
 from ._validation import (
-    check_columns_seen_in_fit, draw_seeds, prediction_chunks, resolve_device, torch_generator, warn_if_few_rows,
+    check_columns_seen_in_fit, draw_seeds, prediction_chunks, record_source_columns, resolve_device, torch_generator,
+    warn_if_few_rows,
 )
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
@@ -386,10 +387,7 @@ def set_fitted(estimator, source, standardise, target_state, model, history, alp
                        None, None, None, None, None, None, model.rff, None)
     problem.constant = standardise.constant
     estimator._set_fitted(None, problem, model, history, alpha, x_range=standardise.x_range)
-    estimator.n_features_in_ = source.n_features
-    estimator.__dict__.pop("feature_names_in_", None)
-    if isinstance(source, TableSource):
-        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+    record_source_columns(estimator, source)
 
 
 def _checked(estimator, X, y=None):

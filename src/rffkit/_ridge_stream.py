@@ -37,7 +37,8 @@ from ._sufficient import (
     streamed_moments,
 )
 from ._validation import (
-    check_columns_seen_in_fit, check_input, prediction_chunks, resolve_device, seed_from_random_state, warn_if_few_rows,
+    check_columns_seen_in_fit, check_input, prediction_chunks, record_source_columns, resolve_device,
+    seed_from_random_state, warn_if_few_rows,
 )
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
@@ -157,10 +158,7 @@ def fit_stream(estimator, X, y):
     _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, one_target=one_target,
                       np_dtype=np_dtype)
     if not validated:  # validate_data set them for arrays
-        estimator.n_features_in_ = source.n_features
-        estimator.__dict__.pop("feature_names_in_", None)
-        if isinstance(source, TableSource):
-            estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+        record_source_columns(estimator, source)
     for name in ("_statistics", "_heldout_statistics", "_partial_fit_state"):
         estimator.__dict__.pop(name, None)
     return estimator

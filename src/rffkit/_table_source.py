@@ -221,7 +221,9 @@ class TableSource:
         would weigh unequally in its distances. The columns of 0s and 1s (one-hot columns,
         missing-value indicators, booleans, and integer columns of only 0s and 1s) are left as
         they are. Scale new data by the training source's scaler, so that a model sees its
-        inputs as in fit: ``open_table(new, encoding=train.encoding).standardized(train.scaler)``.
+        inputs as in fit: ``open_table(new, encoding=train.encoding).standardized(train.scaler)``;
+        a model fitted on a standardised source refuses, at ``predict`` and ``score``, a source
+        standardised by another scaler or not at all.
 
         Parameters
         ----------

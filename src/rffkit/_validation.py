@@ -29,6 +29,7 @@ from .exceptions import SmallSampleWarning
 
 __all__ = [
     "check_columns_seen_in_fit",
+    "record_source_columns",
     "prediction_chunks",
     "MIN_FIT_SAMPLES",
     "RELIABLE_SAMPLES",
@@ -430,12 +431,56 @@ def prediction_chunks(source):
     warn_unknown_categories(unknown, source.encoding)
 
 
+def _scaling(source):
+    """``(mean, scale)`` of the scaler of a standardised :class:`TableSource` (copies), or None."""
+    scaler = source.scaler
+    return None if scaler is None else (np.array(scaler.mean_, dtype=np.float64),
+                                        np.array(scaler.scale_, dtype=np.float64))
+
+
+def record_source_columns(estimator, source):
+    """Store on ``estimator``, at the end of a fit on ``source``, what :func:`check_columns_seen_in_fit`
+    checks new rows against: ``n_features_in_``, and for a :class:`TableSource` its column names
+    (``feature_names_in_``) and the means and scales of its standardisation
+    (:meth:`TableSource.standardized`; None for columns as they are)."""
+    from .io import TableSource
+
+    estimator.n_features_in_ = source.n_features
+    for name in ("feature_names_in_", "_source_scaling"):
+        estimator.__dict__.pop(name, None)
+    if isinstance(source, TableSource):
+        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+        estimator._source_scaling = _scaling(source)
+
+
+def _check_scaling(estimator, source, method):
+    """``ValueError`` when a :class:`TableSource` is standardised otherwise than the one ``estimator``
+    was fitted on: the model would see its inputs in other units and predict wrongly without a sign."""
+    if not hasattr(estimator, "_source_scaling"):  # fitted on arrays (or saved before this check)
+        return
+    fitted, given, owner = estimator._source_scaling, _scaling(source), type(estimator).__name__
+    if fitted is None and given is not None:
+        raise ValueError(f"{owner}.{method}: the model was fitted on a source whose columns were not "
+                         "standardised, and this source is standardised (.standardized()); pass it as opened.")
+    if fitted is not None and given is None:
+        raise ValueError(f"{owner}.{method}: the model was fitted on standardised columns (a source's "
+                         ".standardized()), and this source's columns are not standardised; open it as "
+                         "open_table(..., encoding=train.encoding).standardized(train.scaler), train being the "
+                         "standardised training source.")
+    if fitted is not None and not (np.array_equal(fitted[0], given[0]) and np.array_equal(fitted[1], given[1])):
+        raise ValueError(f"{owner}.{method}: this source is standardised by another scaler than the training "
+                         "source's (its means or scales differ); standardise new rows by the training "
+                         "source's: .standardized(train.scaler).")
+
+
 def check_columns_seen_in_fit(estimator, source, method="predict"):
     """Raise ``ValueError`` unless ``source`` has the columns ``estimator`` was fitted on.
 
     The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
     have the names of ``feature_names_in_`` in the same order (the message names the
-    missing ones). Used by the estimators' streamed ``predict``/``score``.
+    missing ones) and, when the fit recorded it (:func:`record_source_columns`), the
+    standardisation of the training source: none, or its scaler's means and scales. Used
+    by the estimators' streamed ``predict``/``score``.
 
     Parameters
     ----------
@@ -464,3 +509,5 @@ def check_columns_seen_in_fit(estimator, source, method="predict"):
         detail = f"it lacks {missing}" if missing else "they come in another order"
         raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); "
                          "open it with the training encoding (open_table(..., encoding=training_source.encoding)).")
+    if isinstance(source, TableSource):
+        _check_scaling(estimator, source, method)
