@@ -298,6 +298,22 @@ def test_numbers_stored_as_text_are_refused_and_codes_are_categories(rng, tmp_pa
     assert list(source.encoding.categories["dose"]) == sorted(grades)
 
 
+def test_numbers_written_as_text_named_categorical_are_categories(rng, tmp_path):
+    """Product numbers stored as text in Parquet: refused as numbers written as text, with the advice to
+    name the column categorical; so named, its 30 values are the categories, sorted as numbers."""
+    codes = [str(1000 + 7 * (k % 30)) for k in range(N_ROWS)]
+    table = pa.table({"a": rng.normal(size=N_ROWS), "product": codes, "y": rng.normal(size=N_ROWS)})
+    path = _write(table, tmp_path, "part")
+    with pytest.raises(DataSourceError, match=r"holds numbers written as text \(30 distinct values, each a number\): "
+                                              r"store it as a numeric column; or, if its numbers are codes, name it "
+                                              r"categorical \(categorical=\[...\] in Python, --categorical"):
+        open_table(path, target="y")
+    source = open_table(path, target="y", categorical=["product"])
+    assert list(source.encoding.categories["product"]) == sorted(set(codes), key=int)
+    X = np.concatenate([chunk.X for chunk in source])
+    assert X.shape == (N_ROWS, 31) and np.all(X[:, 1:].sum(axis=1) == 1)
+
+
 def test_numbers_with_thousands_separators_are_numbers_written_as_text(rng, tmp_path):
     amounts = [f"{value:,.2f}" for value in rng.uniform(1000, 1e6, N_ROWS)]  # '123,456.78'
     table = pa.table({"a": rng.normal(size=N_ROWS), "amount": amounts, "y": rng.normal(size=N_ROWS)})

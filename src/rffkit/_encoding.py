@@ -20,6 +20,7 @@ from ._column_kinds import (
 )
 from ._io_base import (
     LEAVE_OUT,
+    NAME_CATEGORICAL,
     NUMBERS_IN_TEXT_MIN,
     PLACEHOLDER_IN_FILE,
     ColumnNotFoundError,
@@ -388,7 +389,8 @@ def warn_unknown_categories(unknown, encoding, rows_word="row", lacking="the mod
                   f"({listing(named(known), 5)}).")
 
 
-def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None):
+def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None,
+                   declared=()):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
     ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
@@ -406,7 +408,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
       more than ``max_categories`` values raises, and so does one that
       :class:`NumbersInText` finds to be numbers spoilt by text (past ``max_categories``, a
       column that still looks numeric is read to the end, so that the error names the text
-      of a later chunk); a column with a distinct
+      of a later chunk; a column in ``declared``, named categorical by the user, is not checked);
+      a column with a distinct
       value on more than ``IDENTIFIER_SHARE`` of the rows (and more than
       ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
     * With ``missing='encode'``, the mean of each numeric column over its values (its fill
@@ -448,7 +451,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             if kind in ("integer", "float"):
                 numeric_codes.add(column)
             distinct, locate = text_values(as_text(batch.column(column)), column, rows, nulls=encode)
-            if kind == "categorical":  # codes are numbers by design: no check for numbers in text
+            if kind == "categorical" and column not in declared:  # codes are numbers by design
                 checks[column].update(distinct, locate)
             if column in too_many:
                 continue
@@ -469,7 +472,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
     for column in categorical:
-        message = checks[column].message(PLACEHOLDER_IN_FILE)
+        message = checks[column].message(PLACEHOLDER_IN_FILE, NAME_CATEGORICAL)
         if message is not None:
             raise DataSourceError(f"{message}; or {LEAVE_OUT}.")
     if too_many:

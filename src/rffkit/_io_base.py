@@ -287,15 +287,17 @@ class NumbersInText:
             elif len(self.numbers) < _NUMBERS_KEPT:
                 self.numbers.add(value)
 
-    def message(self, advice=""):
-        """What is wrong with the column, or None when it is not a numeric column spoilt by text."""
+    def message(self, advice="", codes=""):
+        """What is wrong with the column, or None when it is not a numeric column spoilt by text;
+        ``codes`` follows the advice to store a column of numbers only as numbers (``NAME_CATEGORICAL``
+        where the user can name the column categorical instead)."""
         n_numbers, n_others = len(self.numbers), len(self.others)
         if self.codes or n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
             return None
         count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"
         if not n_others:
             return (f"{self.label} holds numbers written as text ({count} distinct values, each a number): "
-                    "store it as a numeric column")
+                    f"store it as a numeric column{codes}")
         return (f"{self.label} holds numbers and text: {count} of its distinct values are numbers and "
                 f"{n_others} {'is' if n_others == 1 else 'are'} not: {self.quoted()}{advice}")
 
@@ -308,6 +310,10 @@ class NumbersInText:
 
 #: How the messages about a column say to do without it, in Python and on the command line.
 LEAVE_OUT = "leave it out (exclude=[...] in Python, --exclude on the command line)"
+
+#: How the messages about a file's text column of numbers say to keep it as categories.
+NAME_CATEGORICAL = ("; or, if its numbers are codes, name it categorical (categorical=[...] in Python, --categorical "
+                    "on the command line)")
 
 #: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.
 PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write missing values as empty cells and drop or "

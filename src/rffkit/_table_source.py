@@ -264,7 +264,8 @@ class TableSource:
                     "drop_missing_target": self.drop_missing_target, "scaler": self.scaler, **changes}
         return TableSource(self._layout, self.target, settings.pop("encoding"), **settings)
 
-    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None):
+    def fit_encoding(self, *, max_categories=1000, handle_unknown="ignore", missing="error", learn_rows=None,
+                     categorical=()):
         """Learn a :class:`ColumnEncoding` of the feature columns in one streamed pass.
 
         Reads the string and categorical columns, and the columns of codes this source's
@@ -298,6 +299,10 @@ class TableSource:
             hold-out split, so that the held-out rows are encoded as new data would be;
             every row is still checked. Default: every row. With ``drop_missing_target``
             the rows whose target is missing are never learned from.
+        categorical : sequence of str, default=()
+            Text columns the caller names categorical (``open_table(categorical=...)``): their
+            values are categories even when all of them are numbers written as text (codes
+            such as product numbers), so the check for numbers in text passes them.
 
         Returns
         -------
@@ -306,6 +311,7 @@ class TableSource:
             categorical column and each column of codes.
         """
         check_missing(missing, "fit_encoding")
+        categorical_ = [categorical] if isinstance(categorical, str) else list(categorical)
         columns = self.encoding.columns
         dates = self.encoding.dates
         categorical = [name for name in columns if name not in dates
@@ -320,7 +326,7 @@ class TableSource:
             return mask & target_present(batch.column(self.target)) if drop else mask
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
-                                 learn if learn_rows is not None or drop else None, dates)
+                                 learn if learn_rows is not None or drop else None, dates, declared=set(categorical_))
         times = [name for name in columns
                  if self._kinds[name] == "time" and name not in categorical and name not in dates]
         return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, times=times, **learned)

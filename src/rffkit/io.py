@@ -222,7 +222,7 @@ def _open_layout(layout, target, features, named, encoding, missing, learn_rows,
     if layout.n_rows == 0 or (layout.n_rows is None and not layout.has_rows(first.columns[0])):
         raise DataSourceError(f"the table has no rows ({len(layout.files)} file(s), first {layout.files[0]!r}).")
     if (categorical or dates or missing == "encode") and not given:
-        source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows))
+        source = source.with_encoding(source.fit_encoding(missing=missing, learn_rows=learn_rows, categorical=codes))
     numeric = [name for name in features if kinds[name] in ("integer", "float") and name not in codes]
     if missing != "encode" and numeric and not given:  # not read to learn: a look for a row label (warn_row_numbers)
         with contextlib.suppress(LateTextError):  # text in a number column: the read of the chunks names it
