@@ -167,6 +167,15 @@ def test_a_model_and_data_given_the_other_way_round_are_named(folder, capsys, co
     assert "swapped" not in err  # no DATA is a model file
     err = _fails(capsys, folder, "info", "{d}/data.parquet")
     assert "data.parquet' is not an rffkit model file: it looks like a Parquet file; expected a model" in err
+    (folder / "shards").mkdir()
+    pq.write_table(pa_csv.read_csv(folder / "data.csv"), folder / "shards" / "part-0.parquet")
+    err = _fails(capsys, folder, command, "{d}/shards", "{d}/ridge.rffkit", *output)
+    assert err == (f"rffkit: error: '{folder}/shards' is a folder, not a model file; MODEL is the one file that "
+                   f"rffkit fit --output wrote. '{folder}/ridge.rffkit' is a model file: were the arguments swapped? "
+                   f"rffkit {command} takes MODEL first, then DATA.\n")
+    err = _fails(capsys, folder, command, "{d}/shards/*.parquet", "{d}/ridge.rffkit", *output)
+    assert err.startswith(f"rffkit: error: no model file at '{folder}/shards/*.parquet'. '{folder}/ridge.rffkit' is a "
+                          "model file: were the arguments swapped?")
 
 
 def test_a_failed_fit_keeps_the_old_model(folder, capsys):

@@ -21,7 +21,7 @@ import numpy as np
 from ._cli_support import describe_score, unscaled_inputs
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._validation import final_estimator
-from .cli import one_line
+from .cli import CommandLineError, one_line
 from .persistence import ModelFileError, read_metadata
 
 __all__ = ["Report", "readable_size", "describe_estimator", "relevance_lines", "report_inputs",
@@ -222,12 +222,12 @@ def swapped_arguments(args):
     look swapped, when one of its DATA is a model file."""
     try:
         yield
-    except ModelFileError as error:
+    except (ModelFileError, CommandLineError) as error:  # not a model file, a folder, or nothing at that path
         model = next((path for path in args.data if path != args.model and _is_model_file(path)), None)
         if model is None:
             raise
-        raise ModelFileError(f"{one_line(error)} {model!r} is a model file: were the arguments swapped? "
-                             f"rffkit {args.command} takes MODEL first, then DATA.") from None
+        raise type(error)(f"{one_line(error)} {model!r} is a model file: were the arguments swapped? "
+                          f"rffkit {args.command} takes MODEL first, then DATA.") from None
 
 
 def _is_model_file(path):

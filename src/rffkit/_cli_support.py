@@ -391,6 +391,9 @@ _META_TYPES = {"target": str, "task": str, "task_reason": str, "data": list, "n_
 def load_model(path):
     """The dict ``rffkit fit`` saved at ``path``, checked, its ``encoding`` read into a :class:`ColumnEncoding`;
     errors say what else the file is or what it lacks."""
+    if os.path.isdir(path):
+        raise CommandLineError(f"{path!r} is a folder, not a model file; MODEL is the one file that rffkit fit "
+                               "--output wrote.")
     if not os.path.isfile(path):
         raise CommandLineError(f"no model file at {path!r}.")
     bundle = load(path)
