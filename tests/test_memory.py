@@ -47,6 +47,18 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("make", [RFFRidge, RFFClassifier])
+def test_a_binning_map_is_estimated_at_the_width_the_fit_uses(make):
+    """``n_components`` on the estimator sets the number of grids of a given RandomBinningFeatures: the
+    estimate grows with it and names it, and without it names the map's own parameter."""
+    X = np.zeros((10_000, 5))
+    own = memory.estimate_peak_bytes(make(features=RandomBinningFeatures(n_components=10)), X)
+    wider = memory.estimate_peak_bytes(make(features=RandomBinningFeatures(n_components=10), n_components=1000), X)
+    assert wider[0] == pytest.approx(100 * own[0])
+    assert "1000 grids" in wider[1] and wider[2].startswith("lower n_components,")
+    assert "10 grids" in own[1] and own[2].startswith("lower features__n_components,")
+
+
 def _ids(case):
     return type(case[0]).__name__ + ("-" + case[0].solver if hasattr(case[0], "solver") else "")
 

@@ -64,9 +64,12 @@ def _fourier_transform(estimator, n, p, itemsize):
 
 
 def _binning_transform(estimator, n, p, itemsize):
-    P = int(estimator.n_components)
+    return _binning_bytes(int(estimator.n_components), n, itemsize, "n_components")
+
+
+def _binning_bytes(P, n, itemsize, lower):
     return (48.0 + itemsize) * n * P, f"the cell keys and sparse features of {P} grids", (
-        "lower n_components, or transform the rows in chunks"
+        f"lower {lower}, or transform the rows in chunks"
     )
 
 
@@ -78,8 +81,8 @@ def _ridge_fit(estimator, n, p, itemsize):
     if D is None:
         return None
     if _is_sparse_map(features):
-        # the output width (cells seen) is known only after the transform
-        return _binning_transform(features, n, p, itemsize)
+        # the output width (cells seen) is known only after the transform; D grids (n_components, if set)
+        return _binning_bytes(D, n, itemsize, width_parameter(estimator))
     if D <= n:  # the D x D Gram matrix and its eigendecomposition
         needed = (2.5 * n * D + 3.0 * D * D) * itemsize
     else:  # the n x n one, and Z^T U to map back
@@ -100,7 +103,7 @@ def _classifier_fit(estimator, n, p, itemsize):
     if D is None:
         return None
     if _is_sparse_map(features):
-        return _binning_transform(features, n, p, itemsize)
+        return _binning_bytes(D, n, itemsize, width_parameter(estimator))
     return 1.5 * n * D * itemsize, f"the n x D feature matrix (D={D})", (
         f"lower {width_parameter(estimator)}, pass X as float32 (half the memory), or fit on a subsample of the rows"
     )
