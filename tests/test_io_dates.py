@@ -1,6 +1,7 @@
 """Dates and times written as text (rffkit._text_dates): time zones, fractions of a second and
 two-digit years, from open_table and from the command line (fit and predict)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -80,6 +81,23 @@ def test_iso_times_with_a_time_zone_are_utc_instants_from_text_and_from_the_csv_
     with pytest.raises(DataSourceError, match=r"column 't' holds '2020-01-02T03:04:05' at row 1, where the encoding "
                                               r"expects a date written %Y-%m-%dT%H:%M:%S.%f%z, as the column's"):
         from_text.encoding.transform({"t": ["2020-01-02T03:04:05Z", "2020-01-02T03:04:05"]})
+
+
+@pytest.mark.parametrize("zoned_first", [True, False])
+def test_csv_shards_of_times_with_and_without_a_zone_are_refused_by_name(tmp_path, zoned_first):
+    """The first shard's times fix the column's type: a later shard that writes them the other way (a zone
+    offset or none) is named, with its first such time, not reported as text in a column of numbers."""
+    zoned = [f"2024-01-{day:02d}T10:00:00+02:00" for day in range(1, 21)]
+    local = [f"2024-02-{day:02d} 10:00:00" for day in range(1, 21)]
+    first, second = (zoned, local) if zoned_first else (local, zoned)
+    for name, times in (("part-0.csv", first), ("part-1.csv", second)):
+        pa_csv.write_csv(pa.table({"t": times, "y": np.arange(20.0)}), tmp_path / name)
+    later, earlier = ("without", "with") if zoned_first else ("with", "without")
+    value = re.escape(second[0])
+    with pytest.raises(DataSourceError, match=rf"cannot read '.*part-1.csv': column 't' holds times {later} a zone "
+                                              rf"offset \('{value}', line 2\), where the first rows read held "
+                                              rf"them {earlier} one .*: write every time of the column alike"):
+        next(open_table(str(tmp_path / "*.csv"), target="y").iter_chunks())
 
 
 def test_a_form_given_reads_fractions_of_a_second(tmp_path):

@@ -142,6 +142,16 @@ def read_error(path, exc, names=None):
         message += ("; a row with another number of fields than the header: a stray delimiter or quote, or the "
                     "fields are delimited by another character than the one guessed from the header (give it: "
                     "delimiter= in Python, --delimiter on the command line)")
+    zone = re.search(r"conversion error to timestamp[^:]*: expected (a|no) zone offset in '([^']*)'", message)
+    if zone:  # times with a zone offset in the first rows or file, without one further on, or the other way
+        line = re.search(r"Row #(\d+)", message)
+        where = f"column {name!r}" if name is not None else "a column"
+        first, later = ("with", "without") if zone.group(1) == "a" else ("without", "with")
+        return DataSourceError(
+            f"cannot read {path!r}: {where} holds times {later} a zone offset ({short(zone.group(2))}"
+            + (f", line {line.group(1)}" if line else "") + f"), where the first rows read held them {first} one "
+            "(the table's first file, or this file's first rows): write every time of the column alike, all "
+            f"with an offset (such as +02:00 or Z) or all in one local time without, or {LEAVE_OUT}.")
     if "conversion error" in message:  # a later row contradicts the type inferred from the first ones
         message += ("; a CSV column's type is inferred from the file's first rows, and there this column held "
                     f"only numbers or empty fields: {LEAVE_OUT}, or write the table to Parquet with the column as "
