@@ -994,6 +994,20 @@ def test_a_csv_file_s_delimiter_and_decimal_point_are_found(tmp_path, delimiter,
     assert colors == ["red" if a > 0 else "blue" for a in values[:, 0]]
 
 
+@pytest.mark.parametrize("decimals", [1, 2, 3])
+def test_numbers_written_with_a_decimal_comma_read_as_text_name_the_decimal_point(rng, tmp_path, decimals):
+    """A ';' file of numbers written 8,4 read with decimal='.': the column is text; its message says the
+    numbers have a decimal comma and to give it, whether or not they look like thousands ('0,844')."""
+    path = tmp_path / "comma.csv"
+    rows = [f"{10 * a:.{decimals}f};{y:.3f}".replace(".", ",") for a, y in rng.uniform(size=(60, 2))]
+    path.write_text("a;y\n" + "\n".join(rows) + "\n")
+    assert open_table(path, target="y").dialect == (";", ",")
+    with pytest.raises(DataSourceError, match=r"column 'a' holds numbers written with a decimal comma "
+                                              r"\(such as '.*'\), read as text: give the decimal point "
+                                              r"\(decimal=',' in Python, --decimal ',' on the command line\)"):
+        open_table(path, target="y", decimal=".")
+
+
 def test_a_csv_dialect_can_be_given_and_is_checked(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a;b;y\n1,5;1.5;2\n2,5;2.5;3\n")  # decimal points beside decimal commas: the point is kept

@@ -252,6 +252,16 @@ def test_numbers_spoilt_by_a_placeholder_are_named_with_its_row(estimator):
         _fit(clone(estimator), X.to_numpy(), y)
 
 
+def test_numbers_with_a_decimal_comma_are_named_as_such():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=30), "dose": [f"{v:.2f}".replace(".", ",") for v in rng.normal(size=30)]})
+    with pytest.raises(ValueError, match=r"column 'dose' \(position 1\) of X holds numbers written with a "
+                                         r"decimal comma \(such as '.*'\), read as text: make them numbers "
+                                         r"first \(for a pandas column: "
+                                         r"pandas.to_numeric\(column.str.replace\(',', '.'\)\)\)\.$"):
+        RFFRidge().fit(X, rng.normal(size=30))
+
+
 def test_numbers_with_thousands_separators_are_named_as_numbers_written_as_text():
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"size": rng.normal(size=30), "amount": [f"{v:,.1f}" for v in rng.uniform(1e3, 1e6, 30)]})

@@ -21,6 +21,7 @@ _ENCODERS = (
 )
 
 #: What a message about numbers spoilt by text in an array or DataFrame goes on to say.
+_DECIMAL_IN_ARRAY = ": make them numbers first (for a pandas column: pandas.to_numeric(column.str.replace(',', '.')))"
 _PLACEHOLDER_IN_ARRAY = (". Is that a placeholder for missing values? Make those entries NaN (for a pandas column: "
                          "pandas.to_numeric(column, errors='coerce')) and drop or impute their rows, or correct them")
 
@@ -74,7 +75,7 @@ def _numbers_in_text(label, values):
         return None
     check = NumbersInText(None, label=label)
     check.update(first, first.__getitem__)
-    return check.message(_PLACEHOLDER_IN_ARRAY)
+    return check.message(_PLACEHOLDER_IN_ARRAY, decimal=_DECIMAL_IN_ARRAY)
 
 
 def _non_numeric_columns(X):

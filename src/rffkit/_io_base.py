@@ -247,6 +247,14 @@ LEADING_ZERO = r"^\s*[+-]?0[0-9]"
 _GROUPED_DIGITS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*")
 
 
+#: A number written with a decimal comma ('0,5', '-12,25'); with three digits after the comma and a leading
+#: digit other than 0 ('3,141') it may be a number with a thousands separator instead.
+_DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+),(\d+)\s*")
+
+#: What a :class:`NumbersInText` message about a file's column of numbers written 0,5 advises.
+DECIMAL_IN_FILE = ": give the decimal point (decimal=',' in Python, --decimal ',' on the command line)"
+
+
 def _reads_as_number(value):
     if isinstance(value, str) and _GROUPED_DIGITS.fullmatch(value):
         return True
@@ -284,6 +292,8 @@ class NumbersInText:
         self.numbers = set()
         self.others = {}  # value -> the row where it first appears (None after the first few)
         self.codes = False  # whether a value is a code with a leading zero
+        self.n_distinct = 0
+        self.decimal_commas = [0, 0, None]  # values written 0,5; those that may be 3,141 (thousands); an example
 
     def update(self, distinct, locate):
         """Add a chunk's distinct values (a missing value, None, is neither kind); ``locate(value)`` is
@@ -292,16 +302,29 @@ class NumbersInText:
             if value is None or value in self.numbers or value in self.others:
                 continue
             self.codes = self.codes or bool(isinstance(value, str) and re.match(LEADING_ZERO, value))
+            self.n_distinct += 1
+            comma = _DECIMAL_COMMA.fullmatch(value) if isinstance(value, str) else None
+            if comma:
+                ambiguous = len(comma.group(2)) == 3 and comma.group(1)[0] != "0"
+                self.decimal_commas[1 if ambiguous else 0] += 1
+                self.decimal_commas[2] = self.decimal_commas[2] or value
             if not _reads_as_number(value):
                 self.others[value] = locate(value) if len(self.others) < _QUOTED else None
             elif len(self.numbers) < _NUMBERS_KEPT:
                 self.numbers.add(value)
 
-    def message(self, advice="", codes=""):
+    def message(self, advice="", codes="", decimal=DECIMAL_IN_FILE):
         """What is wrong with the column, or None when it is not a numeric column spoilt by text;
         ``codes`` follows the advice to store a column of numbers only as numbers (``NAME_CATEGORICAL``
-        where the user can name the column categorical instead)."""
+        where the user can name the column categorical instead), ``decimal`` the finding that its
+        numbers are written with a decimal comma (nine in ten of its distinct values, at least one of
+        them not a number with a thousands separator such as '3,141')."""
         n_numbers, n_others = len(self.numbers), len(self.others)
+        plain, ambiguous, example = self.decimal_commas
+        if (plain and self.n_distinct > NUMBERS_IN_TEXT_MIN and plain + ambiguous >= 0.9 * self.n_distinct
+                and not self.codes):
+            return (f"{self.label} holds numbers written with a decimal comma (such as {short(example)}), read as "
+                    f"text{decimal}")
         if self.codes or n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
             return None
         count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"
