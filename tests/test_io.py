@@ -676,6 +676,11 @@ def test_exclude_leaves_columns_out_of_the_default_features(tmp_path):
         open_table(path, target="y", features=["a"], exclude=["id"])
     with pytest.raises(DataSourceError, match="no feature columns"):
         open_table(path, target="y", exclude=["id", "a", "b"])
+    # test rows opened as the training rows were, with the training encoding: exclude agrees, or is named
+    train = open_table(path, target="y", exclude=["id"])
+    assert open_table(path, target="y", exclude=["id"], encoding=train.encoding).feature_names == ["a", "b"]
+    with pytest.raises(ValueError, match="exclude names 'a', which the encoding reads; the encoding fixes the columns"):
+        open_table(path, target="y", exclude=["a"], encoding=train.encoding)
 
 
 def _late_csv(path, first, last):

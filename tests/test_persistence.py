@@ -398,6 +398,25 @@ def test_refusal_is_raised_once_at_the_top(tmp_path):
     assert len(caught.traceback) <= 3  # save, encode: not a frame per level of the tree
 
 
+def test_empty_arrays_and_tensors_are_saved(tmp_path):
+    """The pipeline rffkit's missing-value message suggests, fitted on rows without a missing value: its
+    MissingIndicator's ``features_`` is an empty int array, which any strides may describe."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60)})
+    model = Pipeline([("impute", SimpleImputer(add_indicator=True)), ("ridge", rffkit.RFFRidge(random_state=0))])
+    model.fit(X, X["a"])
+    rffkit.save(model, tmp_path / "model.safetensors")
+    loaded = rffkit.load(tmp_path / "model.safetensors")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded[0].indicator_.features_.dtype == np.int64 and loaded[0].indicator_.features_.shape == (0,)
+    empty = {"int": np.array([], np.int64), "strided": np.zeros(4, np.float32)[4:], "rows": np.zeros((0, 3)),
+             "tensor": torch.zeros(0, dtype=torch.float64)}
+    rffkit.save(empty, tmp_path / "empty.safetensors")
+    back = rffkit.load(tmp_path / "empty.safetensors")
+    assert {k: (str(v.dtype), tuple(v.shape)) for k, v in back.items()} == {
+        k: (str(v.dtype), tuple(v.shape)) for k, v in empty.items()}
+
+
 def test_fitted_column_selector_is_saved_as_the_columns_it_chose(tmp_path):
     columns = ColumnTransformer([("scale", StandardScaler(), make_column_selector(dtype_include="number")),
                                  ("onehot", OneHotEncoder(), make_column_selector(dtype_exclude="number"))])

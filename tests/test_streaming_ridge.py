@@ -13,13 +13,14 @@ References and tolerances:
 """
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
 from sklearn.linear_model import Ridge
 
-from rffkit import RandomFourierFeatures, RFFRidge
+from rffkit import RandomFourierFeatures, RFFClassifier, RFFNetRegressor, RFFRidge
 from rffkit._ridge_path import heldout_path, loo_path, loo_sums, ridge_spectrum
 from rffkit._streaming import validation_mask
 from rffkit._ridge_statistics import RidgeStatistics
@@ -299,6 +300,34 @@ def test_score_on_a_source_is_checked():
         model.score(ArraySource(X, y), y)
     with pytest.raises(ValueError, match="X has 3 features"):
         model.score(ArraySource(X[:, :3], y))
+
+
+@pytest.mark.parametrize("make", [lambda: RFFRidge(features=rff(), random_state=0),
+                                  lambda: RFFClassifier(random_state=0),
+                                  lambda: RFFNetRegressor(n_components=64, random_state=0)])
+def test_a_source_of_named_array_columns_is_checked_like_a_dataframe(make):
+    """An ArraySource of a DataFrame carries its column names: a fit on it records them, and a source
+    whose columns come in another order is refused, as a DataFrame is, instead of predicting from
+    swapped columns; an ArraySource of a plain array is not checked by name. sample_weight is for arrays."""
+    X, y, _ = problem(n=300)
+    if isinstance(make(), RFFClassifier):
+        y = (y > np.median(y)).astype(int)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    model = make().fit(ArraySource(frame, y))
+    assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
+    expected = model.predict(frame)  # no warning about feature names: the fit recorded them
+    np.testing.assert_allclose(model.predict(ArraySource(frame)), expected, rtol=1e-12)
+    swapped = frame[["b", "a", "c", "d"]]
+    with pytest.raises(ValueError, match=r"score: the source's columns differ from those seen in fit \(they come in "
+                                         r"another order\); give the columns seen in fit"):
+        model.score(ArraySource(swapped, y))
+    with pytest.raises(ValueError, match="feature names"):  # scikit-learn's own check, for the DataFrame
+        model.predict(swapped)
+    assert model.predict(ArraySource(X)).shape == (300,)  # unnamed columns: their number is checked
+    unnamed = make().fit(ArraySource(X, y))
+    assert not hasattr(unnamed, "feature_names_in_")
+    with pytest.raises(ValueError, match="sample_weight is for arrays; a source or memory map is scored unweighted"):
+        model.score(ArraySource(frame, y), sample_weight=np.ones(300))
 
 
 def test_float32_source_computes_in_float32_and_stays_close():

@@ -57,6 +57,9 @@ class ArraySource:
         The identity encoding of the feature names.
     feature_names : list of str
         Names of the columns of ``X``.
+    named : bool
+        Whether they were given or are a DataFrame's (not the default ``x0, x1, ...``): a model
+        fitted on the source records them and refuses new rows whose columns differ.
     n_features, n_rows : int
         The shape of ``X``.
 
@@ -89,6 +92,7 @@ class ArraySource:
             if y.shape[:1] != X.shape[:1]:
                 raise ValueError(
                     f"ArraySource: X has {X.shape[0]} rows but y has shape {y.shape}.")
+        self.named = feature_names is not None
         if feature_names is None:
             feature_names = [f"x{j}" for j in range(X.shape[1])]
         names = [str(name) for name in feature_names]

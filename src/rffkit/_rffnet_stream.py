@@ -390,10 +390,10 @@ def set_fitted(estimator, source, standardise, target_state, model, history, alp
     record_source_columns(estimator, source)
 
 
-def _checked(estimator, X, y=None):
+def _checked(estimator, X, y=None, method="predict"):
     """The source of ``X`` for prediction, its columns checked against those seen in ``fit``."""
     source = _source(estimator, X, y, fitting=False)
-    check_columns_seen_in_fit(estimator, source)
+    check_columns_seen_in_fit(estimator, source, method)
     return source
 
 
@@ -407,7 +407,7 @@ def predict_stream(estimator, X):
 def score_stream(estimator, X, y=None):
     """R^2 of the predictions on every row of a source with a target, read chunk by chunk."""
     owner = type(estimator).__name__
-    source = _checked(estimator, X, y)
+    source = _checked(estimator, X, y, "score")
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     return streamed_r2(owner, prediction_chunks(source),

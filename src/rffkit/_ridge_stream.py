@@ -253,7 +253,7 @@ def _checked(estimator, X, y=None, method="predict"):
         raise ValueError(f"{type(estimator).__name__}.{method}: {type(X).__name__} carries its own target; "
                          "pass y=None.")
     source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X, y)
-    check_columns_seen_in_fit(estimator, source)
+    check_columns_seen_in_fit(estimator, source, method)
     return source
 
 

@@ -67,6 +67,8 @@ def _memory_order(strides, shape):
 
 def tensor_bytes(tensor):
     """The bytes of a contiguous CPU tensor, as a uint8 array (what the SHA-256 covers)."""
+    if tensor.numel() == 0:  # an empty tensor may have any strides, which view() refuses
+        return np.zeros(0, dtype=np.uint8)
     return tensor.reshape(-1).view(torch.uint8).numpy()
 
 

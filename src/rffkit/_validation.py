@@ -29,6 +29,7 @@ from .exceptions import SmallSampleWarning
 
 __all__ = [
     "check_columns_seen_in_fit",
+    "check_unweighted",
     "record_source_columns",
     "prediction_chunks",
     "MIN_FIT_SAMPLES",
@@ -440,17 +441,27 @@ def _scaling(source):
 
 def record_source_columns(estimator, source):
     """Store on ``estimator``, at the end of a fit on ``source``, what :func:`check_columns_seen_in_fit`
-    checks new rows against: ``n_features_in_``, and for a :class:`TableSource` its column names
-    (``feature_names_in_``) and the means and scales of its standardisation
+    checks new rows against: ``n_features_in_``, the column names of a :class:`TableSource` or of an
+    :class:`ArraySource` of named columns (``feature_names_in_``), and a :class:`TableSource`'s
+    means and scales of its standardisation
     (:meth:`TableSource.standardized`; None for columns as they are)."""
     from .io import TableSource
 
     estimator.n_features_in_ = source.n_features
     for name in ("feature_names_in_", "_source_scaling"):
         estimator.__dict__.pop(name, None)
-    if isinstance(source, TableSource):
+    if _named(source):
         estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+    if isinstance(source, TableSource):
         estimator._source_scaling = _scaling(source)
+
+
+def _named(source):
+    """Whether ``source``'s columns have names of their own: a :class:`TableSource`'s, or those an
+    :class:`ArraySource` was given or took from a DataFrame (not its default ``x0, x1, ...``)."""
+    from .io import TableSource
+
+    return isinstance(source, TableSource) or bool(getattr(source, "named", False))
 
 
 def _check_scaling(estimator, source, method):
@@ -473,12 +484,20 @@ def _check_scaling(estimator, source, method):
                          "source's: .standardized(train.scaler).")
 
 
+def check_unweighted(estimator, sample_weight):
+    """A ``ValueError`` for ``sample_weight`` given to ``score`` with a source: a source is scored unweighted."""
+    if sample_weight is not None:
+        raise ValueError(f"{type(estimator).__name__}.score: sample_weight is for arrays; a source or memory map is "
+                         "scored unweighted, chunk by chunk (score the rows as arrays to weight them).")
+
+
 def check_columns_seen_in_fit(estimator, source, method="predict"):
     """Raise ``ValueError`` unless ``source`` has the columns ``estimator`` was fitted on.
 
-    The number of columns must be ``n_features_in_``; a :class:`TableSource` must also
-    have the names of ``feature_names_in_`` in the same order (the message names the
-    missing ones) and, when the fit recorded it (:func:`record_source_columns`), the
+    The number of columns must be ``n_features_in_``; a :class:`TableSource`, and an
+    :class:`ArraySource` of named columns (a DataFrame's), must also have the names of
+    ``feature_names_in_`` in the same order (the message names the missing ones) and,
+    a :class:`TableSource`, when the fit recorded it (:func:`record_source_columns`), the
     standardisation of the training source: none, or its scaler's means and scales. Used
     by the estimators' streamed ``predict``/``score``.
 
@@ -504,10 +523,12 @@ def check_columns_seen_in_fit(estimator, source, method="predict"):
     from .io import TableSource
 
     names = getattr(estimator, "feature_names_in_", None)
-    if names is not None and isinstance(source, TableSource) and list(names) != source.feature_names:
+    if names is not None and _named(source) and list(names) != source.feature_names:
         missing = [name for name in names if name not in source.feature_names]
         detail = f"it lacks {missing}" if missing else "they come in another order"
-        raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); "
-                         "open it with the training encoding (open_table(..., encoding=training_source.encoding)).")
+        remedy = ("open it with the training encoding (open_table(..., encoding=training_source.encoding))"
+                  if isinstance(source, TableSource) else
+                  f"give the columns seen in fit, in their order ({_short(list(names))})")
+        raise ValueError(f"{owner}.{method}: the source's columns differ from those seen in fit ({detail}); {remedy}.")
     if isinstance(source, TableSource):
         _check_scaling(estimator, source, method)

@@ -74,7 +74,8 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         ``__index_level_N__`` columns), in the order of the first file.
     exclude : list of str, optional
         Columns left out of the default features (an identifier, a row label); only
-        without ``features``.
+        without ``features``. With an ``encoding``, which fixes the columns, it may repeat the
+        training call's (it must not name a column the encoding reads).
     categorical : list of str, optional
         Feature columns of numbers, booleans or dates to one-hot encode like text, one input
         per value, instead of reading each as one number: codes such as a subject, site or
@@ -173,6 +174,13 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
         if features is not None and list(features) != list(encoding.columns):
             raise ValueError("open_table: features and encoding.columns differ; give one of "
                              "them.")
+        if exclude is not None:  # as at training: agreed with the encoding, it has nothing left to do
+            excluded = [exclude] if isinstance(exclude, str) else list(exclude)
+            read = [name for name in excluded if name in encoding.columns]
+            if read:
+                raise ValueError(f"open_table: exclude names {listing(read)}, which the encoding reads; the encoding "
+                                 "fixes the columns: leave exclude out.")
+            exclude = None
         features = list(encoding.columns)
     elif encoding != "auto":
         raise ValueError("open_table: encoding must be 'auto', a ColumnEncoding or its to_dict(); "

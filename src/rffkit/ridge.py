@@ -24,7 +24,9 @@ from . import _ridge_stream
 from ._default_map import DEFAULT_N_COMPONENTS, DefaultFeatureMap, with_width
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
-from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
+from ._validation import (
+    SMALLEST_PENALTY, check_input, check_unweighted, resolve_device, takes_sparse, torch_dtype_for,
+)
 from .distributed import local
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
@@ -503,7 +505,8 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         -------
         score : float
         """
-        if _is_stream(X) and sample_weight is None:
+        if _is_stream(X):
+            check_unweighted(self, sample_weight)
             check_is_fitted(self)
             return _ridge_stream.score_stream(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
