@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.compose import ColumnTransformer
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.feature_selection import VarianceThreshold
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures, StandardScaler
 
 from rffkit import RFFNetRegressor, relevance_stability
@@ -158,6 +158,23 @@ def test_columns_given_by_position_mask_and_a_search_object(table):
     # outputs cut_a cut_b cut_c carat depth; color is not used
     result = grouped_importances(search)
     assert result.to_dict() == pytest.approx({"depth": 0.5, "cut": 0.25, "carat": 0.25, "color": 0.0})
+
+
+def test_a_feature_union_and_a_transformed_target_are_traced(table):
+    """Every part of a FeatureUnion sees all input columns (outputs carat depth, then carat depth cut_a
+    cut_b cut_c); a TransformedTargetRegressor is read through its
+    fitted regressor."""
+    X, y = table
+    numeric = X[["carat", "depth"]]
+    union = FeatureUnion([("scaled", ColumnTransformer([("num", StandardScaler(), ["carat", "depth"])])),
+                          ("both", ColumnTransformer([("num", "passthrough", ["carat", "depth"]),
+                                                      ("cat", OneHotEncoder(), ["cut"])]))])
+    model = Pipeline([("union", union), ("model", FixedImportances([1.0, 2.0, 3.0, 0.0, 1.0, 1.0, 2.0]))])
+    result = grouped_importances(model.fit(X[["carat", "depth", "cut"]], y), aggregate="sum")
+    assert result.to_dict() == pytest.approx({"depth": 0.2, "carat": 0.4, "cut": 0.4})
+    wrapped = TransformedTargetRegressor(FixedImportances([1.0, 3.0]), func=np.exp, inverse_func=np.log,
+                                         check_inverse=False).fit(numeric, y)
+    assert grouped_importances(wrapped).to_dict() == pytest.approx({"x1": 0.75, "x0": 0.25})
 
 
 def test_bare_estimator_uses_feature_names_or_positions(table):

@@ -17,8 +17,8 @@ pandas and matplotlib are optional: without pandas the importances come back as 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import Pipeline
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import final_estimator
@@ -84,7 +84,8 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
     total relevance. When the model ends a :class:`~sklearn.pipeline.Pipeline`, each of
     those columns is traced back through the preprocessing to the input column it came
     from (through a :class:`~sklearn.compose.ColumnTransformer`, with
-    ``output_indices_`` and ``transformers_``, and through nested pipelines, feature
+    ``output_indices_`` and ``transformers_``, through a
+    :class:`~sklearn.pipeline.FeatureUnion`, and through nested pipelines, feature
     selectors and column-wise transformers), and the shares of the columns made from
     one input column are combined by ``aggregate`` (:func:`combine_shares`).
 
@@ -93,7 +94,8 @@ def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
     estimator_or_pipeline : fitted estimator or Pipeline
         A fitted estimator with ``feature_importances_`` (RFFNet, SRFF, a tree
         ensemble, ...), a fitted Pipeline ending in one, or a fitted search object
-        (``GridSearchCV``, ...) whose ``best_estimator_`` is either.
+        (``GridSearchCV``, ...) whose ``best_estimator_`` is either, or a fitted
+        ``TransformedTargetRegressor`` whose regressor is.
     aggregate : {'auto', 'norm', 'sum', 'max'}, default='auto'
         How the shares of the columns made from one input column are combined
         (:func:`combine_shares`); 'auto' is 'norm' for rffkit's estimators and 'sum' for
@@ -224,8 +226,11 @@ def _pyplot():
 
 
 def _unwrap(model):
-    """A fitted search object stands for its best estimator."""
-    return getattr(model, "best_estimator_", model)
+    """A fitted search object stands for its best estimator, a TransformedTargetRegressor for its regressor."""
+    model = getattr(model, "best_estimator_", model)
+    if isinstance(model, TransformedTargetRegressor) and hasattr(model, "regressor_"):
+        return _unwrap(model.regressor_)
+    return model
 
 
 def _shares_and_owners(model):
@@ -306,6 +311,8 @@ def _trace(transformer, names):
         return out_names, owners
     if isinstance(transformer, ColumnTransformer):
         return _trace_column_transformer(transformer, names)
+    if isinstance(transformer, FeatureUnion):
+        return _trace_feature_union(transformer, names)
     if hasattr(transformer, "get_support"):  # feature selectors keep a subset of their input
         kept = np.flatnonzero(transformer.get_support()).tolist()
         return [names[j] for j in kept], kept
@@ -329,6 +336,20 @@ def _trace_column_transformer(transformer, names):
         owners += [indices[j] for j in sub_owners]
     try:  # the names a next step was fitted on: the ColumnTransformer's own (``num__a`` when prefixed)
         own = [str(name) for name in transformer.get_feature_names_out()]
+    except (AttributeError, ValueError, TypeError):
+        own = []
+    return (own if len(own) == len(owners) else out_names), owners
+
+
+def _trace_feature_union(union, names):
+    """Each fitted part of a FeatureUnion sees every input column: its outputs, one after another."""
+    out_names, owners = [], []
+    for _, part in union.transformer_list:
+        sub_names, sub_owners = _trace(part, names)
+        out_names += sub_names
+        owners += sub_owners
+    try:  # the names a next step was fitted on: the union's own (``standardscaler__age``)
+        own = [str(name) for name in union.get_feature_names_out(names)]
     except (AttributeError, ValueError, TypeError):
         own = []
     return (own if len(own) == len(owners) else out_names), owners
