@@ -446,7 +446,9 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         or fixed. Each call costs O(m D^2) for its ``m`` rows plus O(D^3) for the
         eigendecomposition, so prefer few large chunks; ``fit`` on a source streams in
         one call. The estimator follows dask-ml's ``Incremental`` contract and is local
-        to its process (statistics are not summed over ranks).
+        to its process (statistics are not summed over ranks). Pass each row once: the
+        statistics are sums, so a second epoch over the same rows counts every row twice,
+        as if the data held each one twice, and GCV then picks a smaller penalty.
 
         Parameters
         ----------
