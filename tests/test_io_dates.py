@@ -100,6 +100,20 @@ def test_csv_shards_of_times_with_and_without_a_zone_are_refused_by_name(tmp_pat
         next(open_table(str(tmp_path / "*.csv"), target="y").iter_chunks())
 
 
+def test_times_with_fractions_in_large_string_text_are_read(tmp_path):
+    """pandas writes a Parquet text column as large_string: a model's encoding reads its times, fractions of
+    a second included, as from a string column (Arrow's kernels behind the fractions had refused it)."""
+    texts = ["2020-01-02 03:04:05.250", "2020-03-04 05:06:07.500", "2020-05-06 07:08:09"] * 7
+    pq.write_table(pa.table({"t": pa.array(texts, pa.large_string()), "y": np.arange(21.0)}), tmp_path / "big.parquet")
+    pq.write_table(pa.table({"t": texts, "y": np.arange(21.0)}), tmp_path / "text.parquet")
+    train = open_table(tmp_path / "text.parquet", target="y")
+    X = [next(open_table(tmp_path / name, encoding=train.encoding).iter_chunks()).X[:, 0]
+         for name in ("text.parquet", "big.parquet")]
+    np.testing.assert_array_equal(X[1], X[0])
+    expected = _days("2020-01-02T03:04:05.25", "2020-03-04T05:06:07.5", "2020-05-06T07:08:09")
+    np.testing.assert_allclose(X[0][:3], expected, rtol=0, atol=1e-10)
+
+
 def test_a_form_given_reads_fractions_of_a_second(tmp_path):
     """dates= with fractional seconds: '%S.%f' (as in Python) or '%S' keeps the fraction; %f elsewhere is refused,
     and a value in another form is an error naming the column, its row and the form."""

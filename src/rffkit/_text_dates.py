@@ -211,6 +211,8 @@ def _read_dates(text, form):
     day of the calendar (:func:`_dates_exist`). Arrow's ``strptime`` has no fraction of a second: one
     after the seconds (``10:30:15.250``, whether ``form`` writes ``%S.%f`` or ``%S``) is read apart
     (:func:`_fraction`) and kept."""
+    if pa.types.is_large_string(text.type):  # pandas writes Parquet text so; the kernels below take string
+        text = pc.cast(text, pa.string())
     form = re.sub(r"%S[.,]%f", "%S", form)
     read = pc.strptime(text, format=form, unit="s", error_is_null=True)
     if not _dates_exist(text, read, form):
