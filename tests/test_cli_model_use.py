@@ -52,6 +52,18 @@ def test_boolean_classes_are_named_as_the_csv_writes_the_predictions(boolean_mod
     assert pq.read_table(tmp_path / "p.parquet").column_names == ["predicted_y", "proba_false", "proba_true"]
 
 
+def test_whole_number_classes_stored_as_floats_are_named_as_the_csv_writes_them(tmp_path, capsys):
+    """A target of 1.0 and 2.0: the CSV writes the predictions 1 and 2, so the columns are proba_1 and proba_2."""
+    x = np.random.default_rng(0).normal(size=200)
+    pa_csv.write_csv(pa.table({"x": x, "y": np.where(x > 0, 2.0, 1.0)}), tmp_path / "f.csv")
+    _run(capsys, "fit", tmp_path / "f.csv", "--target", "y", "--task", "classification", "--model", "ridge",
+         "--output", tmp_path / "f.rffkit")
+    _run(capsys, "predict", tmp_path / "f.rffkit", tmp_path / "f.csv", "--proba", "--output", tmp_path / "p.csv")
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == '"predicted_y","proba_1","proba_2"'
+    assert {line.split(",")[0] for line in lines[1:]} == {"1", "2"}
+
+
 def test_a_command_line_model_predicts_from_python_as_rffkit_predict(boolean_model, tmp_path, capsys):
     path, data = boolean_model
     bundle = rffkit.load(path)

@@ -1066,6 +1066,9 @@ def test_a_column_name_twice_text_not_in_utf8_and_shards_of_other_delimiters_are
     (tmp_path / "twice.csv").write_text("a,b,a,y\n1,2,3,4\n")
     with pytest.raises(DataSourceError, match=r"column 'a' appears more than once in .*twice.csv'"):
         open_table(tmp_path / "twice.csv", target="y")
+    (tmp_path / "unnamed.csv").write_text(",a,,y\n1,2,3,4\n")
+    with pytest.raises(DataSourceError, match=r"unnamed.csv': its header has more than one column without a name"):
+        open_table(tmp_path / "unnamed.csv", target="y")
     (tmp_path / "latin.csv").write_bytes("x,name,y\n1,tea,2\n2,caf\xe9,3\n".encode("latin-1"))
     with pytest.raises(DataSourceError, match=r"latin.csv' is not UTF-8 text: column 'name' holds b'caf\\xe9' on "
                                               r"line 3; convert the file to UTF-8"):

@@ -277,8 +277,14 @@ class RowSplit(TableSource):
 
 def proba_column(label):
     """The name of the ``--proba`` column of class ``label``: ``proba_`` and the label as the CSV output writes it
-    (``proba_true`` and ``proba_false`` for a boolean target, whose predictions read ``true`` and ``false``)."""
-    text = ("true" if label else "false") if isinstance(label, (bool, np.bool_)) else label
+    (``proba_true`` and ``proba_false`` for a boolean target, whose predictions read ``true`` and ``false``;
+    ``proba_2`` for a target of whole numbers stored as floats, whose predictions read ``2``)."""
+    if isinstance(label, (bool, np.bool_)):
+        text = "true" if label else "false"
+    elif isinstance(label, (float, np.floating)) and float(label).is_integer() and abs(label) < 2**53:
+        text = str(int(label))
+    else:
+        text = label
     return f"proba_{text}"
 
 

@@ -127,7 +127,10 @@ def read_error(path, exc, names=None):
     value = re.search(r"conversion error.*invalid value '(.*)'$", message)
     column = re.search(r"CSV column #(\d+)", message)
     name = names[int(column.group(1))] if column and names and int(column.group(1)) < len(names) else None
-    repeated = re.search(r"multiple columns named (.*)$", message)
+    repeated = re.search(r"multiple columns named ?(.*)$", message)
+    if repeated and not repeated.group(1):  # a CSV header of empty names (',a,,y')
+        return DataSourceError(f"cannot read {path!r}: its header has more than one column without a name; columns "
+                               "are read by their names: give each its own name.")
     if repeated:  # a CSV header
         return _repeated(path, repeated.group(1), "more than once")
     if "invalid UTF8" in message:  # a CSV block after the first that holds bytes of another encoding
