@@ -64,6 +64,27 @@ def test_ridge_linear_head_is_ridge_on_the_inputs_with_its_penalty_chosen_on_val
     np.testing.assert_allclose(head.predict(layer(X))[:, 0].numpy(), reference.predict(X.numpy()), atol=1e-6)
 
 
+def test_float32_linear_head_on_the_indicators_of_a_category_does_not_drift():
+    """The four indicators of a category sum to 1, as the intercept's column does: a direction the penalty
+    alone fixes. Fitted in float32 the Gram matrix's rounding gave it an eigenvalue of 1e-7 of the largest,
+    and at the penalty 1e-8 the four weights drifted to about 50 each while only one level matters (the
+    relevances ranked the category first, by far). The head is fitted in float64: the weights are those of
+    scikit-learn's Ridge in float64 at the same penalty."""
+    rng = np.random.default_rng(0)
+    n, level = 400, rng.integers(0, 4, 400)
+    X = np.column_stack([np.eye(4)[level], rng.normal(size=n)])
+    y = 4.0 * (level == 1) + X[:, 4] + 0.3 * rng.normal(size=n)
+    mean, sd = X.mean(axis=0), X.std(axis=0)
+    Xs = torch.as_tensor((X - mean) / sd, dtype=torch.float32)
+    layer = _layer(5, [1.0] * 5).to(torch.float32)
+    heads = RidgeHeads(Xs, torch.as_tensor(y[:, None], dtype=torch.float32), None, None, alpha=1e-8, alphas=(1e-8,))
+    head = heads.fit_linear(layer)
+    assert head.coef.dtype == torch.float32
+    reference = Ridge(alpha=n * 1e-8).fit((X - mean) / sd, y)
+    np.testing.assert_allclose(head.coef[layer.n_components:, 0].numpy(), reference.coef_, atol=1e-3)
+    assert float(head.coef[layer.n_components:layer.n_components + 4].abs().max()) < 3.0
+
+
 @pytest.mark.parametrize("kind", ["linear", "sine"])
 def test_reduce_to_linear_keeps_the_kernel_only_where_it_wins_on_validation(kind):
     rng = np.random.default_rng(2)

@@ -219,8 +219,15 @@ class RidgeHeads:
     def fit_linear(self, layer):
         """The ridge head of the standardised inputs alone, on ``layer``'s linear columns (see the module)."""
         kept, scale = linear_inputs(layer)
-        X_val = None if self.X_val is None else self.X_val[:, kept]
-        head = fit_ridge_head(self.X[:, kept], self.y, X_val, self.y_val, self.alpha, self.alphas)
+        # in float64: the few columns cost nothing, and a float32 Gram matrix's rounding gives the directions
+        # it leaves free (the indicators of a category sum to 1, as does the intercept's column) eigenvalues of
+        # 1e-7 of the largest, along which a small penalty let the weights drift far (the linear model the same,
+        # its relevances, the weights' sizes, not)
+        X_val = None if self.X_val is None else self.X_val[:, kept].double()
+        y_val = None if self.y_val is None else self.y_val.double()
+        head = fit_ridge_head(self.X[:, kept].double(), self.y.double(), X_val, y_val, self.alpha, self.alphas)
+        dtype = self.X.dtype
+        head = dataclasses.replace(head, coef=head.coef.to(dtype), intercept=head.intercept.to(dtype))
         return on_layer(layer, head, kept, scale)
 
     @property
