@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
 from sklearn.feature_selection import VarianceThreshold
 from sklearn.impute import SimpleImputer
@@ -175,6 +175,9 @@ def test_a_feature_union_and_a_transformed_target_are_traced(table):
     wrapped = TransformedTargetRegressor(FixedImportances([1.0, 3.0]), func=np.exp, inverse_func=np.log,
                                          check_inverse=False).fit(numeric, y)
     assert grouped_importances(wrapped).to_dict() == pytest.approx({"x1": 0.75, "x0": 0.25})
+    ending = Pipeline([("scale", StandardScaler()), ("model", clone(wrapped))]).fit(numeric, y)
+    assert grouped_importances(ending).to_dict() == pytest.approx({"depth": 0.75, "carat": 0.25})
+    assert plot_relevances(ending).get_title() == "FixedImportances importances"
 
 
 def test_bare_estimator_uses_feature_names_or_positions(table):

@@ -1013,6 +1013,29 @@ def test_numbers_written_with_a_decimal_comma_read_as_text_name_the_decimal_poin
         open_table(path, target="y", decimal=".")
 
 
+def test_the_advice_on_numbers_with_a_decimal_comma_fits_the_file(rng, tmp_path):
+    """In Parquet text, or in a CSV file delimited by commas (pandas' to_csv(decimal=',') quotes them), a
+    decimal point cannot be given: the message says what can be done there, and that codes written 3,7 can
+    be named categorical, as which they are read."""
+    values = [f"{v:.2f}".replace(".", ",") for v in rng.uniform(0, 10, 60)]
+    pq.write_table(pa.table({"a": values, "y": rng.normal(size=60)}), tmp_path / "text.parquet")
+    with pytest.raises(DataSourceError, match=r"holds numbers written with a decimal comma \(such as '.*'\), read as "
+                                              r"text: store the column as numbers .*; or, if they are codes, name it "
+                                              r"categorical"):
+        open_table(tmp_path / "text.parquet", target="y")
+    rows = "".join(f'"{value}",{k}\n' for k, value in enumerate(values))
+    (tmp_path / "quoted.csv").write_text("a,y\n" + rows)
+    with pytest.raises(DataSourceError, match=r"the file's fields are delimited by commas too, which quotes such "
+                                              r"numbers as text; write the file with another delimiter"):
+        open_table(tmp_path / "quoted.csv", target="y")
+    codes = [f"{k % 5},{k % 6}" for k in range(120)]  # 30 pairs, 4 rows each
+    pq.write_table(pa.table({"pair": codes, "y": rng.normal(size=120)}), tmp_path / "codes.parquet")
+    with pytest.raises(DataSourceError, match=r"if they are codes, name it categorical"):
+        open_table(tmp_path / "codes.parquet", target="y")
+    source = open_table(tmp_path / "codes.parquet", target="y", categorical=["pair"])
+    assert len(source.encoding.categories["pair"]) == len(set(codes))
+
+
 def test_a_csv_dialect_can_be_given_and_is_checked(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a;b;y\n1,5;1.5;2\n2,5;2.5;3\n")  # decimal points beside decimal commas: the point is kept

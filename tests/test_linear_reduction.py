@@ -8,6 +8,8 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from rffkit import RFFNetClassifier, RFFNetRegressor
 from rffkit._heads import LogisticHeads, RidgeHeads, paired_gain, reduce_to_linear
+from rffkit._streamed_heads import StreamedRidgeHeads, _Standardiser
+from rffkit.io import ArraySource
 from rffkit._kernel_or_linear import folds_of, judge_by_cross_validation
 from rffkit.layers import ARDRandomFourierFeatures
 
@@ -68,8 +70,8 @@ def test_float32_linear_head_on_the_indicators_of_a_category_does_not_drift():
     """The four indicators of a category sum to 1, as the intercept's column does: a direction the penalty
     alone fixes. Fitted in float32 the Gram matrix's rounding gave it an eigenvalue of 1e-7 of the largest,
     and at the penalty 1e-8 the four weights drifted to about 50 each while only one level matters (the
-    relevances ranked the category first, by far). The head is fitted in float64: the weights are those of
-    scikit-learn's Ridge in float64 at the same penalty."""
+    relevances ranked the category first, by far). The head is fitted in float64, in memory and streamed:
+    the weights are those of scikit-learn's Ridge in float64 at the same penalty."""
     rng = np.random.default_rng(0)
     n, level = 400, rng.integers(0, 4, 400)
     X = np.column_stack([np.eye(4)[level], rng.normal(size=n)])
@@ -83,6 +85,11 @@ def test_float32_linear_head_on_the_indicators_of_a_category_does_not_drift():
     reference = Ridge(alpha=n * 1e-8).fit((X - mean) / sd, y)
     np.testing.assert_allclose(head.coef[layer.n_components:, 0].numpy(), reference.coef_, atol=1e-3)
     assert float(head.coef[layer.n_components:layer.n_components + 4].abs().max()) < 3.0
+    # the streamed head (from sums over chunks of float32 inputs) is fitted in float64 too
+    standardise = _Standardiser(mean, sd, 0.0, 1.0, torch.device("cpu"))
+    streamed = StreamedRidgeHeads(ArraySource(X, y, chunk_rows=150), standardise, validated=False, fraction=0.0,
+                                  seed=0, alphas=(1e-8,), owner="test").fit_linear(layer)
+    np.testing.assert_allclose(streamed.coef[layer.n_components:, 0].numpy(), reference.coef_, atol=1e-3)
 
 
 @pytest.mark.parametrize("kind", ["linear", "sine"])

@@ -153,9 +153,12 @@ def test_newton_reaches_the_lbfgs_optimum(n_classes, alpha):
 
 @pytest.mark.parametrize("n_out", [1, 3])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_newton_hessian_by_syrk_equals_the_products(n_out, dtype):
+def test_newton_hessian_by_syrk_equals_the_products(n_out, dtype, monkeypatch):
     """The CPU Hessian (upper triangle by syrk, :mod:`rffkit._dense`) is torch's dense one, to rounding
-    (1e-12 of its largest entry in float64, 1e-5 in float32), and both Newton steps agree."""
+    (1e-12 of its largest entry in float64, 1e-5 in float32), and the CPU step and torch's (the path of
+    other devices) agree, the multinomial intercepts' common shift left out (1e-8 relative in float64,
+    1e-3 in float32)."""
+    import rffkit._logistic_newton as newton
     from rffkit._logistic_newton import _hessian, _hessian_upper, _newton_step
 
     generator = torch.Generator().manual_seed(0)
@@ -174,6 +177,33 @@ def test_newton_hessian_by_syrk_equals_the_products(n_out, dtype):
     assert step.dtype == dtype
     residual = dense @ step + gradient
     assert float(residual.abs().max()) < (1e-8 if dtype == torch.float64 else 1e-3) * float(gradient.abs().max())
+    monkeypatch.setattr(newton, "on_cpu", lambda *tensors: False)
+    other = _newton_step(A, probabilities, 1e-3, n_out, gradient, intercepts)
+
+    def centred(step):
+        step = step.clone()
+        step[intercepts] -= step[intercepts].mean()
+        return step
+
+    tolerance = (1e-8 if dtype == torch.float64 else 1e-3) * float(step.abs().max())
+    torch.testing.assert_close(centred(other), centred(step), rtol=0, atol=tolerance)
+
+
+def test_float32_multinomial_newton_keeps_the_intercepts_centred():
+    """In float32 the rounding along the intercepts' common shift (a flat direction of the softmax) had
+    moved the intercepts to about -24 each: their mean stays that of the start, 0, and they match float64's."""
+    from rffkit._logistic_newton import newton_logistic
+
+    Z, labels = _features(n=150, D=40, n_classes=3, seed=3)
+    target = torch.as_tensor(labels)
+    solutions = {}
+    for dtype in (torch.float64, torch.float32):
+        W, b, _, _ = newton_logistic(Z.to(dtype), target, 1e-3, weights=torch.zeros(40, 3, dtype=dtype),
+                                     bias=torch.zeros(3, dtype=dtype), tol=1e-5)
+        solutions[dtype] = W.double(), b.double()
+    assert abs(float(solutions[torch.float32][1].mean())) < 1e-5
+    torch.testing.assert_close(solutions[torch.float32][1], solutions[torch.float64][1], rtol=0, atol=1e-3)
+    torch.testing.assert_close(solutions[torch.float32][0], solutions[torch.float64][0], rtol=0, atol=1e-3)
 
 
 def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):

@@ -83,3 +83,22 @@ def test_a_model_refuses_rows_standardised_otherwise_than_in_fit(tmp_path, make)
     # a later fit on arrays drops what the fit on a source recorded
     model.fit(X, np.concatenate([chunk.y for chunk in scaled]))
     assert model.predict(raw).shape == (50,)
+
+
+def test_the_scaler_check_allows_rounding_and_other_scalers(tmp_path):
+    """The same training file reopened with another chunk size learns means that differ by rounding: accepted.
+    A StandardScaler without scaling (scale_ None) and a MinMaxScaler are compared by their fitted arrays."""
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    path, _ = _write(tmp_path, n=900)
+    train = open_table(path, target="length", chunk_rows=128).standardized()
+    model = rffkit.RFFRidge(random_state=0).fit(train)
+    again = open_table(path, target="length", chunk_rows=500).standardized()
+    assert model.predict(again).shape == (900,)
+    X = np.concatenate([chunk.X for chunk in open_table(path, target="length")])
+    for scaler in (StandardScaler(with_std=False).fit(X), MinMaxScaler().fit(X)):
+        scaled = open_table(path, target="length").standardized(scaler)
+        fitted = rffkit.RFFRidge(random_state=0).fit(scaled)
+        assert fitted.predict(scaled).shape == (900,)
+        with pytest.raises(ValueError, match="another scaler"):
+            fitted.predict(open_table(path, target="length").standardized())

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.linear_model import Ridge
 
 from rffkit import RandomFourierFeatures, RFFClassifier, RFFNetRegressor, RFFRidge
@@ -286,6 +287,8 @@ def test_score_on_a_source_equals_the_score_on_arrays(tmp_path, n_targets):
     X_map = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64, shape=X.shape)
     X_map[:] = X
     assert model.score(X_map, y) == pytest.approx(expected, rel=1e-10)
+    weights = np.linspace(0.5, 2.0, X.shape[0])  # a weighted memory map is scored as an array
+    assert model.score(X_map, y, sample_weight=weights) == pytest.approx(model.score(X, y, sample_weight=weights))
     if n_targets is None:
         source = open_table(write_shards(tmp_path / "train", X, y), target="y", chunk_rows=256)
         assert model.score(source) == pytest.approx(expected, rel=1e-10)
@@ -294,6 +297,10 @@ def test_score_on_a_source_equals_the_score_on_arrays(tmp_path, n_targets):
 def test_score_on_a_source_is_checked():
     X, y, _ = problem(n=100)
     model = RFFRidge(features=rff()).fit(X, y)
+    with pytest.warns(UndefinedMetricWarning, match="fewer than two rows"):  # as r2_score: NaN
+        assert np.isnan(model.score(ArraySource(X[:1], y[:1])))
+    constant = np.full(100, 0.1)  # a spread of exactly 0, where r2_score's rounding leaves one of 1e-33
+    assert model.score(ArraySource(X, constant)) == 0.0
     with pytest.raises(ValueError, match="no target to score against"):
         model.score(ArraySource(X))
     with pytest.raises(ValueError, match="carries its own target"):
@@ -324,9 +331,9 @@ def test_a_source_of_named_array_columns_is_checked_like_a_dataframe(make):
     with pytest.raises(ValueError, match="feature names"):  # scikit-learn's own check, for the DataFrame
         model.predict(swapped)
     assert model.predict(ArraySource(X)).shape == (300,)  # unnamed columns: their number is checked
-    unnamed = make().fit(ArraySource(X, y))
-    assert not hasattr(unnamed, "feature_names_in_")
-    with pytest.raises(ValueError, match="sample_weight is for arrays; a source or memory map is scored unweighted"):
+    for unnamed in (ArraySource(X, y), ArraySource(pd.DataFrame(X), y)):  # integer column names are no names
+        assert not hasattr(make().fit(unnamed), "feature_names_in_")
+    with pytest.raises(ValueError, match="sample_weight is for arrays; a source is scored unweighted"):
         model.score(ArraySource(frame, y), sample_weight=np.ones(300))
 
 

@@ -58,8 +58,9 @@ class ArraySource:
     feature_names : list of str
         Names of the columns of ``X``.
     named : bool
-        Whether they were given or are a DataFrame's (not the default ``x0, x1, ...``): a model
-        fitted on the source records them and refuses new rows whose columns differ.
+        Whether they were given or are a DataFrame's string column names (not the default
+        ``x0, x1, ...`` nor a DataFrame's integers): a model fitted on the source records them
+        (``feature_names_in_``) and refuses new rows whose columns differ.
     n_features, n_rows : int
         The shape of ``X``.
 
@@ -77,6 +78,8 @@ class ArraySource:
         if isinstance(X, (str, os.PathLike)):
             raise TypeError("ArraySource takes arrays; open files with "
                             "rffkit.io.open_table(paths, target=...).")
+        # names of the columns' own: given, or a DataFrame's when all are strings (scikit-learn's rule)
+        named = feature_names is not None or (hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns))
         if feature_names is None and hasattr(X, "columns"):
             feature_names = [str(name) for name in X.columns]
         X = X if isinstance(X, np.ndarray) else np.asarray(X)
@@ -92,7 +95,7 @@ class ArraySource:
             if y.shape[:1] != X.shape[:1]:
                 raise ValueError(
                     f"ArraySource: X has {X.shape[0]} rows but y has shape {y.shape}.")
-        self.named = feature_names is not None
+        self.named = named
         if feature_names is None:
             feature_names = [f"x{j}" for j in range(X.shape[1])]
         names = [str(name) for name in feature_names]

@@ -50,8 +50,8 @@ from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
 from ._labels import classifier_labels
-from ._validation import (as_tensor, check_unweighted, fit_warning, one_class_error, prediction_chunks,
-                          record_source_columns, resolve_device, torch_generator, warn_if_few_rows)
+from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, record_source_columns,
+                          resolve_device, scored_as_source, torch_generator, warn_if_few_rows)
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -313,8 +313,7 @@ class StreamedAccuracy:
         -------
         score : float
         """
-        if _stream.is_stream(X):
-            check_unweighted(self, sample_weight)
+        if scored_as_source(self, X, sample_weight):
             check_is_fitted(self)
             return accuracy_stream(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)

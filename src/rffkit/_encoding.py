@@ -19,6 +19,7 @@ from ._column_kinds import (
     TIME_UNITS, as_text, category_text, codes_as_numbers, column_kind, number_text, numbers, text_values,
 )
 from ._io_base import (
+    DECIMAL_IN_FILE,
     LEAVE_OUT,
     NAME_CATEGORICAL,
     NUMBERS_IN_TEXT_MIN,
@@ -390,7 +391,7 @@ def warn_unknown_categories(unknown, encoding, rows_word="row", lacking="the mod
 
 
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None,
-                   declared=()):
+                   declared=(), decimal=DECIMAL_IN_FILE):
     """What :class:`ColumnEncoding` learns from data, in one pass: its keyword arguments.
 
     ``batches`` yields ``(batch, rows)``: an Arrow record batch holding the ``categorical``
@@ -408,7 +409,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
       more than ``max_categories`` values raises, and so does one that
       :class:`NumbersInText` finds to be numbers spoilt by text (past ``max_categories``, a
       column that still looks numeric is read to the end, so that the error names the text
-      of a later chunk; a column in ``declared``, named categorical by the user, is not checked);
+      of a later chunk; a column in ``declared``, named categorical by the user, is not checked;
+      ``decimal`` advises on numbers written with a decimal comma, as the file's format allows);
       a column with a distinct
       value on more than ``IDENTIFIER_SHARE`` of the rows (and more than
       ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
@@ -472,7 +474,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
     for column in categorical:
-        message = checks[column].message(PLACEHOLDER_IN_FILE, NAME_CATEGORICAL)
+        message = checks[column].message(PLACEHOLDER_IN_FILE, NAME_CATEGORICAL, decimal)
         if message is not None:
             raise DataSourceError(f"{message}; or {LEAVE_OUT}.")
     if too_many:

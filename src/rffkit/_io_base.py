@@ -254,8 +254,15 @@ _GROUPED_DIGITS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*")
 #: digit other than 0 ('3,141') it may be a number with a thousands separator instead.
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+),(\d+)\s*")
 
-#: What a :class:`NumbersInText` message about a file's column of numbers written 0,5 advises.
+#: What a :class:`NumbersInText` message about a file's column of numbers written 0,5 advises: for a CSV file
+#: delimited by another character, a Parquet file, and a CSV file delimited by commas (whose such numbers are
+#: quoted text).
 DECIMAL_IN_FILE = ": give the decimal point (decimal=',' in Python, --decimal ',' on the command line)"
+DECIMAL_IN_PARQUET = (": store the column as numbers (for a pandas column: pandas.to_numeric(column.str.replace(',', "
+                      "'.')) before writing the file)")
+DECIMAL_IN_COMMA_CSV = (": the file's fields are delimited by commas too, which quotes such numbers as text; write "
+                        "the file with another delimiter (such as ';', then give decimal=',' in Python, --decimal ',' "
+                        "on the command line) or with decimal points")
 
 
 def _reads_as_number(value):
@@ -327,7 +334,7 @@ class NumbersInText:
         if (plain and self.n_distinct > NUMBERS_IN_TEXT_MIN and plain + ambiguous >= 0.9 * self.n_distinct
                 and not self.codes):
             return (f"{self.label} holds numbers written with a decimal comma (such as {short(example)}), read as "
-                    f"text{decimal}")
+                    f"text{decimal}{codes.replace('its numbers are codes', 'they are codes')}")
         if self.codes or n_numbers <= NUMBERS_IN_TEXT_MIN or n_numbers < 9 * n_others:
             return None
         count = f"{n_numbers:,}" if n_numbers < _NUMBERS_KEPT else f"more than {_NUMBERS_KEPT - 1:,}"

@@ -12,7 +12,9 @@ hundred rows in principal coordinates.
 
 The multinomial model's softmax is unchanged by adding one number to every class's
 intercept: that direction of the Hessian is flat, and a jitter on the intercepts'
-diagonal keeps the Newton system positive definite without moving the solution.
+diagonal keeps the Newton system positive definite without moving the solution; each
+step's intercepts are then centred, so that the rounding along that direction (large in
+float32) does not move the intercepts' mean.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def _newton_step(A, probabilities, penalty, n_out, gradient, intercept_rows):
     scale = float(np.abs(np.diagonal(H)).max()) if cpu else float(H.diagonal().abs().max())
     scale = max(scale, 1e-300)
     jitter = np.zeros(H.shape[0])
-    jitter[intercept_rows.cpu().numpy()] = 1e-10 * scale
+    jitter[intercept_rows.cpu().numpy()] = max(1e-10, 16 * torch.finfo(A.dtype).eps) * scale
     for attempt in range(12):
         if cpu:
             system = H.copy(order="F")
@@ -189,6 +191,8 @@ def newton_logistic(G, target, penalty, *, weights, bias, scales=None, max_iter=
         flat_gradient = gradient.T.reshape(-1)
         step = _newton_step(A, probabilities, penalty, n_out, flat_gradient, intercept_rows)
         step = step.reshape(n_out, q).T
+        if n_out > 1:  # the softmax ignores a common shift of the intercepts: keep their mean where it is
+            step[-1] -= step[-1].mean()
         slope = float(flat_gradient @ step.T.reshape(-1))
         if slope >= 0:  # not a descent direction (rounding near the optimum): the gradient's
             step, slope = -gradient, -float((gradient * gradient).sum())

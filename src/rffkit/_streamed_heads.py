@@ -143,8 +143,8 @@ class StreamedRidgeHeads:
         kept, scale = linear_inputs(layer)
 
         @torch.no_grad()
-        def inputs(X_block):
-            return self.standardise.inputs(X_block)[:, kept]
+        def inputs(X_block):  # in float64, as in memory (RidgeHeads.fit_linear): float32 products let a small
+            return self.standardise.inputs(X_block)[:, kept].double()  # penalty's weights drift (indicators)
 
         head = self._head(self._statistics(inputs, int(kept.shape[0])), layer.frequencies.dtype)
         return on_layer(layer, head, kept, scale)

@@ -326,10 +326,20 @@ class TableSource:
             return mask & target_present(batch.column(self.target)) if drop else mask
 
         learned = learn_encoding(batches, categorical, numeric, max_categories, missing,
-                                 learn if learn_rows is not None or drop else None, dates, declared=set(categorical_))
+                                 learn if learn_rows is not None or drop else None, dates, declared=set(categorical_),
+                                 decimal=self._decimal_advice())
         times = [name for name in columns
                  if self._kinds[name] == "time" and name not in categorical and name not in dates]
         return ColumnEncoding(columns, handle_unknown=handle_unknown, dates=dates, times=times, **learned)
+
+    def _decimal_advice(self):
+        """What to do about a text column of numbers written 0,5 in these files."""
+        from ._io_base import DECIMAL_IN_COMMA_CSV, DECIMAL_IN_FILE, DECIMAL_IN_PARQUET
+
+        if self._layout.format == "parquet":
+            return DECIMAL_IN_PARQUET
+        dialect = self._layout.dialect
+        return DECIMAL_IN_COMMA_CSV if dialect is None or dialect.delimiter == "," else DECIMAL_IN_FILE
 
     def iter_chunks(self, chunk_rows=None, *, rank=0, world_size=1, unknown=None):
         """Yield :class:`Chunk` tuples over this rank's share of the rows, in file order.

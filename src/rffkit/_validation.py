@@ -29,7 +29,7 @@ from .exceptions import SmallSampleWarning
 
 __all__ = [
     "check_columns_seen_in_fit",
-    "check_unweighted",
+    "scored_as_source",
     "record_source_columns",
     "prediction_chunks",
     "MIN_FIT_SAMPLES",
@@ -433,10 +433,27 @@ def prediction_chunks(source):
 
 
 def _scaling(source):
-    """``(mean, scale)`` of the scaler of a standardised :class:`TableSource` (copies), or None."""
+    """What the scaler of a standardised :class:`TableSource` learned, or None: its class and its fitted
+    arrays (``mean_`` and ``scale_`` of a StandardScaler, ``min_`` and ``scale_`` of a MinMaxScaler, ...),
+    copied."""
     scaler = source.scaler
-    return None if scaler is None else (np.array(scaler.mean_, dtype=np.float64),
-                                        np.array(scaler.scale_, dtype=np.float64))
+    if scaler is None:
+        return None
+    arrays = {name: np.array(value, dtype=np.float64) for name, value in sorted(vars(scaler).items())
+              if name.endswith("_") and not name.startswith("_") and isinstance(value, np.ndarray)
+              and value.dtype.kind in "fiu" and value.shape == (source.n_features,)}
+    return (type(scaler).__name__, arrays)
+
+
+def _same_scaling(fitted, given):
+    """Whether two :func:`_scaling` records describe one scaler: the same class and fitted arrays equal to
+    rounding, 1e-6 relative (the means of one file learned over chunks of another size differ by about
+    1e-9; a scaler learned on other rows differs by far more)."""
+    if fitted[0] != given[0] or set(fitted[1]) != set(given[1]):
+        return False
+    scale = max((float(np.max(np.abs(a), initial=0.0)) for a in fitted[1].values()), default=0.0)
+    return all(np.allclose(fitted[1][name], given[1][name], rtol=1e-6, atol=1e-8 * scale, equal_nan=True)
+               for name in fitted[1])
 
 
 def record_source_columns(estimator, source):
@@ -478,17 +495,24 @@ def _check_scaling(estimator, source, method):
                          ".standardized()), and this source's columns are not standardised; open it as "
                          "open_table(..., encoding=train.encoding).standardized(train.scaler), train being the "
                          "standardised training source.")
-    if fitted is not None and not (np.array_equal(fitted[0], given[0]) and np.array_equal(fitted[1], given[1])):
+    if fitted is not None and not _same_scaling(fitted, given):
         raise ValueError(f"{owner}.{method}: this source is standardised by another scaler than the training "
                          "source's (its means or scales differ); standardise new rows by the training "
                          "source's: .standardized(train.scaler).")
 
 
-def check_unweighted(estimator, sample_weight):
-    """A ``ValueError`` for ``sample_weight`` given to ``score`` with a source: a source is scored unweighted."""
-    if sample_weight is not None:
-        raise ValueError(f"{type(estimator).__name__}.score: sample_weight is for arrays; a source or memory map is "
-                         "scored unweighted, chunk by chunk (score the rows as arrays to weight them).")
+def scored_as_source(estimator, X, sample_weight):
+    """Whether ``score`` reads ``X`` chunk by chunk: a source, or a memory map without ``sample_weight``
+    (a weighted memory map is scored as an array); a ``ValueError`` for ``sample_weight`` with a source,
+    which is scored unweighted."""
+    from .io import ArraySource, TableSource
+
+    if isinstance(X, (TableSource, ArraySource)):
+        if sample_weight is not None:
+            raise ValueError(f"{type(estimator).__name__}.score: sample_weight is for arrays; a source is scored "
+                             "unweighted, chunk by chunk (score the rows as arrays to weight them).")
+        return True
+    return isinstance(X, np.memmap) and sample_weight is None
 
 
 def check_columns_seen_in_fit(estimator, source, method="predict"):

@@ -73,7 +73,7 @@ def _resolved(aggregate, model):
         raise ValueError(f"grouped_importances: aggregate must be 'auto', 'norm', 'sum' or 'max', got {aggregate!r}.")
     if aggregate != "auto":
         return aggregate
-    return "norm" if type(final_estimator(_unwrap(model))).__module__.startswith("rffkit.") else "sum"
+    return "norm" if type(_final(model)).__module__.startswith("rffkit.") else "sum"
 
 
 def grouped_importances(estimator_or_pipeline, *, aggregate="auto"):
@@ -207,7 +207,7 @@ def plot_relevances(estimator_or_pipeline_or_stability, ax=None, top=None, group
     ax.set_yticks(positions)
     ax.set_yticklabels([str(name) for name in names], fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_title(f"{type(final_estimator(estimator_or_pipeline_or_stability)).__name__} importances", fontsize=9)
+    ax.set_title(f"{type(_final(estimator_or_pipeline_or_stability)).__name__} importances", fontsize=9)
     return ax
 
 
@@ -233,10 +233,21 @@ def _unwrap(model):
     return model
 
 
+def _final(model):
+    """The estimator whose importances are read: the last step of ``model`` (after :func:`_unwrap`), itself
+    read through a fitted TransformedTargetRegressor's regressor (one that is a Pipeline stays: its
+    preprocessing would follow the outer one's)."""
+    final = final_estimator(_unwrap(model))
+    while (isinstance(final, TransformedTargetRegressor) and hasattr(final, "regressor_")
+           and not isinstance(final.regressor_, Pipeline)):
+        final = final.regressor_
+    return final
+
+
 def _shares_and_owners(model):
     """Normalised importances of the final estimator, the input column each comes from, input names."""
     model = _unwrap(model)
-    final = final_estimator(model)
+    final = _final(model)
     if isinstance(model, Pipeline):
         check_is_fitted(model)
     name = type(final).__name__
@@ -294,7 +305,7 @@ def _model_input_names(model, n_columns):
             return [str(name) for name in model[:-1].get_feature_names_out()]
         except (AttributeError, ValueError):
             pass
-    return _input_names(final_estimator(model), n_columns)
+    return _input_names(_final(model), n_columns)
 
 
 def _trace(transformer, names):

@@ -30,7 +30,7 @@ from ._adam_stream import fit_adam_stream, runs_adam
 from ._classifier_stream import StreamedAccuracy, fit_rffnet_classifier_stream, per_chunk
 from ._rffnet_stream import fit_stream, is_stream, predict_stream, score_stream
 from ._guards import atomic_fit, within_limits
-from ._validation import as_tensor, check_input, check_unweighted, one_class_error
+from ._validation import as_tensor, check_input, one_class_error, scored_as_source
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier"]
 
@@ -154,8 +154,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         -------
         score : float
         """
-        if is_stream(X):
-            check_unweighted(self, sample_weight)
+        if scored_as_source(self, X, sample_weight):
             check_is_fitted(self)
             return score_stream(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)

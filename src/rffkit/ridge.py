@@ -25,7 +25,7 @@ from ._default_map import DEFAULT_N_COMPONENTS, DefaultFeatureMap, with_width
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._validation import (
-    SMALLEST_PENALTY, check_input, check_unweighted, resolve_device, takes_sparse, torch_dtype_for,
+    SMALLEST_PENALTY, check_input, resolve_device, scored_as_source, takes_sparse, torch_dtype_for,
 )
 from .distributed import local
 from .features import RandomFourierFeatures
@@ -507,8 +507,7 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         -------
         score : float
         """
-        if _is_stream(X):
-            check_unweighted(self, sample_weight)
+        if scored_as_source(self, X, sample_weight):
             check_is_fitted(self)
             return _ridge_stream.score_stream(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
