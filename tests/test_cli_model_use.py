@@ -32,13 +32,15 @@ def test_fit_says_how_many_relevances_it_did_not_print(tmp_path, capsys):
     assert f"  (3 more: rffkit relevances {tmp_path / 'm.rffkit'} lists them)" in lines
 
 
-@pytest.fixture
-def boolean_model(tmp_path, capsys):
+@pytest.fixture(params=["never", "always"])
+def boolean_model(tmp_path, capsys, request):
+    """A ridge classifier's model file, fitted in memory or streamed (columns in units far from 1)."""
     rng = np.random.default_rng(0)
     x, z = rng.normal(size=200), rng.normal(size=200)
-    pa_csv.write_csv(pa.table({"x": x, "z": z, "colour": rng.choice(["red", "blue"], 200), "y": x + 0.3 * z > 0}),
-                     tmp_path / "b.csv")
-    _run(capsys, "fit", tmp_path / "b.csv", "--target", "y", "--model", "ridge", "--output", tmp_path / "b.rffkit")
+    pa_csv.write_csv(pa.table({"x": 100 * x, "z": 0.01 * z, "colour": rng.choice(["red", "blue"], 200),
+                               "y": x + 0.3 * z > 0}), tmp_path / "b.csv")
+    _run(capsys, "fit", tmp_path / "b.csv", "--target", "y", "--model", "ridge", "--stream", request.param,
+         "--output", tmp_path / "b.rffkit")
     return tmp_path / "b.rffkit", tmp_path / "b.csv"
 
 

@@ -132,7 +132,7 @@ def _fit_model(args, source, estimator, scale, world, report):
         start = time.perf_counter()
         if scale:  # every rank reads all training rows, so all get the same scaler
             scaler = fit_scaler(train)
-            train = RowSplit(source, *split, transform=leave_0s_and_1s(scaler).transform)
+            train = RowSplit(source.standardized(leave_0s_and_1s(scaler)), *split)
         estimator.fit(train)
         seconds = time.perf_counter() - start
         if scale:  # its inputs were the scaler's unnamed outputs, as in the in-memory pipeline

@@ -241,14 +241,13 @@ class RowSplit(TableSource):
 
     Row ``r`` is held out when ``validation_mask([r], test_size, seed)`` says so: the split
     depends on the row's index only, so every pass and every rank of a distributed fit agree
-    on it without storing it. ``transform``, when given, maps each chunk's ``X`` (the
-    command line's standardisation). It shares the files, encoding and target of ``source``.
+    on it without storing it. It shares the files, encoding, target and scaler of ``source``
+    (the command line's standardisation: ``source.standardized(scaler)``).
     """
 
-    def __init__(self, source, test_size, seed, *, held_out=False, transform=None):
+    def __init__(self, source, test_size, seed, *, held_out=False):
         vars(self).update(vars(source))
         self._split = (float(test_size), int(seed), bool(held_out))
-        self._transform = transform
         self._subset_rows = None
 
     @property
@@ -271,8 +270,7 @@ class RowSplit(TableSource):
         for chunk in super().iter_chunks(chunk_rows, rank=rank, world_size=world_size, unknown=unknown):
             keep = validation_mask(chunk.rows, test_size, seed) == held_out
             if keep.any():
-                X = chunk.X[keep] if self._transform is None else self._transform(chunk.X[keep])
-                yield Chunk(X, chunk.y[keep], chunk.rows[keep])
+                yield Chunk(chunk.X[keep], chunk.y[keep], chunk.rows[keep])
 
 
 def proba_column(label):
