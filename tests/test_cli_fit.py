@@ -98,6 +98,18 @@ def test_fit_reports_saves_and_predict_relevances_info_agree(table_csv, tmp_path
         assert text in info
 
 
+def test_verbose_reports_the_fit_and_not_the_trial_fits(tmp_path, capsys, caplog):
+    """Whether the estimator takes a source is tried on 32 rows; --verbose had printed that trial's result
+    ('fitted ... on 32 streamed rows') beside the real fit's."""
+    x = np.random.default_rng(0).normal(size=300)
+    pa_csv.write_csv(pa.table({"x": x, "y": np.sin(2 * x)}), tmp_path / "d.csv")
+    status = cli.main(["fit", str(tmp_path / "d.csv"), "--target", "y", "--verbose", "--set", "n_components=40",
+                       "--output", str(tmp_path / "v.rffkit")])
+    assert status == 0, capsys.readouterr().err
+    summaries = [record.getMessage() for record in caplog.records if "fitted in" in record.getMessage()]
+    assert len(summaries) == 1 and "streamed rows" not in summaries[0], summaries
+
+
 def test_fit_and_info_say_when_rffnet_is_the_linear_only_model(tmp_path, capsys):
     rng = np.random.default_rng(1)
     x, z = rng.normal(size=N_ROWS), rng.normal(size=N_ROWS)

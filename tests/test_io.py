@@ -8,6 +8,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
@@ -383,7 +384,9 @@ def test_no_match_names_the_pattern(tmp_path):
 
 def test_files_that_are_not_csv_or_parquet_are_named(table, tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    with pytest.raises(DataSourceError, match=r"notes\.txt' is not a CSV or Parquet file"):
+    with pytest.raises(DataSourceError, match=r"notes\.txt' is not a CSV or Parquet file .*; remove it, name the "
+                                              r"data files \(a glob such as 'folder/\*.parquet'\), or, if it is one, "
+                                              r"pass format= \(Python\)\."):
         open_table(tmp_path / "notes.txt")
     (tmp_path / "broken.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(DataSourceError, match=r"cannot read '.*broken\.parquet'"):
@@ -1034,6 +1037,21 @@ def test_the_advice_on_numbers_with_a_decimal_comma_fits_the_file(rng, tmp_path)
         open_table(tmp_path / "codes.parquet", target="y")
     source = open_table(tmp_path / "codes.parquet", target="y", categorical=["pair"])
     assert len(source.encoding.categories["pair"]) == len(set(codes))
+
+
+def test_quoted_line_ends_are_read_past_the_first_block(tmp_path):
+    """pandas quotes a note written over two lines: 60,000 such rows (2.7 MB, past the reader's first
+    block) had been refused as a row with another number of fields."""
+    rng = np.random.default_rng(0)
+    n = 60_000
+    frame = pd.DataFrame({"a": rng.normal(size=n), "note": rng.choice(["x", "line1\nline2", "z"], n),
+                          "y": rng.normal(size=n)})
+    frame.to_csv(tmp_path / "notes.csv", index=False)
+    source = open_table(tmp_path / "notes.csv", target="y")
+    assert source.n_rows == n and source.feature_names == ["a", "note=line1\nline2", "note=x", "note=z"]
+    X = np.concatenate([chunk.X for chunk in source])
+    np.testing.assert_allclose(X[:, 0], frame["a"].to_numpy(), rtol=1e-15)
+    np.testing.assert_array_equal(X[:, 1], frame["note"].to_numpy() == "line1\nline2")
 
 
 def test_a_csv_dialect_can_be_given_and_is_checked(tmp_path):

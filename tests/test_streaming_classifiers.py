@@ -189,6 +189,10 @@ def test_bad_streamed_labels_get_clear_errors():
     assert model.classes_.tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="expecting 5 features"):
         model.predict(ArraySource(X[:, :3]))
+    text = np.where(X[:, 0] > 0, "1", "0")  # the same labels stored as text: no row could score
+    with pytest.raises(ValueError, match=r"score: the source's labels are text \(e.g. '.'\) and the model's "
+                                         r"classes numbers \(0.0, 1.0\)"):
+        model.score(ArraySource(X, text))
 
 
 def test_missing_streamed_labels_are_named_with_their_row():

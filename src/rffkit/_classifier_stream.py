@@ -288,10 +288,29 @@ def accuracy_stream(estimator, X, y=None):
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     right = total = 0
     for chunk in prediction_chunks(source):
+        labels = class_labels(owner, chunk.y)
+        _check_same_kind(owner, estimator.classes_, labels)
         predicted = estimator._predict_labels(np.asarray(chunk.X))
-        right += int(np.count_nonzero(predicted == class_labels(owner, chunk.y)))
+        right += int(np.count_nonzero(predicted == labels))
         total += chunk.rows.shape[0]
     return right / total if total else float("nan")
+
+
+def _is_text(values):
+    values = np.asarray(values)
+    return values.dtype.kind in "US" or (values.dtype.kind == "O" and values.size > 0
+                                         and isinstance(values.ravel()[0], str))
+
+
+def _check_same_kind(owner, classes, labels):
+    """A ``ValueError`` when the labels are text and the classes numbers, or the other way (no label could
+    equal a class: the accuracy would be 0 without a sign; scikit-learn refuses such a mix too)."""
+    if labels.size and _is_text(labels) != _is_text(classes):
+        kinds = ("text", "numbers") if _is_text(labels) else ("numbers", "text")
+        shown = [value.item() if isinstance(value, np.generic) else value for value in [labels[0], *classes[:5]]]
+        raise ValueError(f"{owner}.score: the source's labels are {kinds[0]} (e.g. {shown[0]!r}) and the model's "
+                         f"classes {kinds[1]} ({', '.join(repr(c) for c in shown[1:])}): store the target as it "
+                         "was stored for the fit.")
 
 
 class StreamedAccuracy:

@@ -223,13 +223,18 @@ def takes_sources(estimator, sample):
     parameter = inspect.signature(type(estimator).fit).parameters.get("y")
     if parameter is None or parameter.default is inspect.Parameter.empty:
         return False
+
+    def trial():  # silent: --verbose reports the real fit, not these
+        quiet = clone(estimator)
+        return quiet.set_params(verbose=0) if "verbose" in quiet.get_params(deep=False) else quiet
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            clone(estimator).fit(ArraySource(*sample))
+            trial().fit(ArraySource(*sample))
         except Exception:  # noqa: BLE001 -- any failure of the trial fit, see above
             try:
-                clone(estimator).fit(*sample)
+                trial().fit(*sample)
             except Exception:  # noqa: BLE001
                 return True
             return False

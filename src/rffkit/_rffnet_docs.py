@@ -157,8 +157,10 @@ PARAMETERS = """
         ``D x D`` statistics of the head may each use. With ``n_components=None`` the
         head's ``D`` is the largest under ``floor(sqrt(n) log n)`` (at most 5,000)
         whose two float64 ``D x D`` statistics and eigendecomposition fit; a given
-        ``n_components`` that does not fit raises ``MemoryBudgetError``. None: half
-        the memory available when the fit starts (the smallest over the ranks).
+        ``n_components`` that does not fit raises ``MemoryBudgetError``, and so does a
+        budget below what the search on its sample needs (it does not shrink to fit;
+        the message gives the need). None: half the memory available when the fit
+        starts (the smallest over the ranks).
 """
 
 ATTRIBUTES = """

@@ -91,7 +91,8 @@ def file_format(files, format):
         if not found:
             raise DataSourceError(
                 f"{path!r} is not a CSV or Parquet file (known extensions: "
-                f"{', '.join(_EXTENSIONS)}); remove it, or pass format= if it is one.")
+                f"{', '.join(_EXTENSIONS)}); remove it, name the data files (a glob such as 'folder/*.parquet'), "
+                "or, if it is one, pass format= (Python).")
         formats.setdefault(found[0], path)
     if len(formats) > 1:
         raise DataSourceError(f"the files mix formats ({listing(formats.values())}); "
@@ -100,7 +101,9 @@ def file_format(files, format):
 
 
 def _parse_options(dialect):
-    return pa_csv.ParseOptions(delimiter=dialect.delimiter)
+    # a quoted field may hold line ends (pandas writes a note "line1\nline2" so): without the option the
+    # reader splits blocks inside such a field once a file outgrows its first block (measured: no slower)
+    return pa_csv.ParseOptions(delimiter=dialect.delimiter, newlines_in_values=True)
 
 
 def _csv_format(dialect, column_types=None, null_values=None):
