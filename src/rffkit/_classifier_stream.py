@@ -37,10 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from sklearn.utils.validation import check_is_fitted
-
 from . import _rffnet_stream as _stream
-from ._guards import within_limits
 from ._heads import LogisticHeads
 from ._logistic import LogisticHead
 from ._logistic_stream import SampleCurvature, StreamedLogistic, streamed_penalty_walk
@@ -50,8 +47,9 @@ from ._streamed_heads import layer_width
 from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
 from ._labels import classifier_labels
+from ._scoring import StreamedScore
 from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, record_source_columns,
-                          resolve_device, scored_as_source, torch_generator, warn_if_few_rows)
+                          resolve_device, torch_generator, warn_if_few_rows)
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 
@@ -313,26 +311,7 @@ def _check_same_kind(owner, classes, labels):
                          "was stored for the fit.")
 
 
-class StreamedAccuracy:
+class StreamedAccuracy(StreamedScore):
     """The ``score`` of rffkit's classifiers: scikit-learn's accuracy on arrays, :func:`accuracy_stream` on a source."""
 
-    @within_limits
-    def score(self, X, y=None, sample_weight=None):
-        """Accuracy on ``(X, y)``, or on a source's rows and labels, chunk by chunk.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-        y : array-like of shape (n_samples,), default=None
-            None when ``X`` is a source with a target.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Arrays only.
-
-        Returns
-        -------
-        score : float
-        """
-        if scored_as_source(self, X, sample_weight):
-            check_is_fitted(self)
-            return accuracy_stream(self, X, y)
-        return super().score(X, y, sample_weight=sample_weight)
+    _score_source = accuracy_stream

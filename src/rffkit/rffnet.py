@@ -30,12 +30,13 @@ from ._adam_stream import fit_adam_stream, runs_adam
 from ._classifier_stream import StreamedAccuracy, fit_rffnet_classifier_stream, per_chunk
 from ._rffnet_stream import fit_stream, is_stream, predict_stream, score_stream
 from ._guards import atomic_fit, within_limits
-from ._validation import as_tensor, check_input, one_class_error, scored_as_source
+from ._scoring import StreamedScore
+from ._validation import as_tensor, check_input, one_class_error
 
 __all__ = ["RFFNetRegressor", "RFFNetClassifier"]
 
 
-class RFFNetRegressor(RegressorMixin, BaseRFFNet):
+class RFFNetRegressor(StreamedScore, RegressorMixin, BaseRFFNet):
     __doc__ = (
         """RFFNet for regression (squared loss), with learned per-feature relevances.
 
@@ -138,26 +139,7 @@ class RFFNetRegressor(RegressorMixin, BaseRFFNet):
         """Predictions for validated raw float64 rows."""
         return self._forward(X)[:, 0] * self._y_scale + self._y_mean
 
-    @within_limits
-    def score(self, X, y=None, sample_weight=None):
-        """R^2 of the predictions on ``(X, y)``, or on a source's rows and target, chunk by chunk.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-        y : array-like of shape (n_samples,), default=None
-            None when ``X`` is a source with a target.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Arrays only.
-
-        Returns
-        -------
-        score : float
-        """
-        if scored_as_source(self, X, sample_weight):
-            check_is_fitted(self)
-            return score_stream(self, X, y)
-        return super().score(X, y, sample_weight=sample_weight)
+    _score_source = score_stream
 
 
 class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):

@@ -24,9 +24,8 @@ from . import _ridge_stream
 from ._default_map import DEFAULT_N_COMPONENTS, DefaultFeatureMap, with_width
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
-from ._validation import (
-    SMALLEST_PENALTY, check_input, resolve_device, scored_as_source, takes_sparse, torch_dtype_for,
-)
+from ._scoring import StreamedScore
+from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
 from .distributed import local
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
@@ -124,7 +123,7 @@ def _dense(Z):
     return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
 
 
-class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
+class RFFRidge(DefaultFeatureMap, StreamedScore, RegressorMixin, BaseEstimator):
     """Ridge regression on a random-feature map, ``alpha`` chosen along an eigen-path.
 
     Fits ``f(x) = z(x)^T w + b`` minimising ``||y - Z w - b||^2 + alpha ||w||^2``
@@ -490,27 +489,7 @@ class RFFRidge(DefaultFeatureMap, RegressorMixin, BaseEstimator):
         coef = self.coef_.astype(X.dtype, copy=False)
         return np.asarray(safe_sparse_dot(Z, coef.T)) + np.asarray(self.intercept_, dtype=X.dtype)
 
-    @within_limits
-    def score(self, X, y=None, sample_weight=None):
-        """R^2 of the predictions on ``(X, y)``, or on a source's rows and target, chunk by chunk
-        (the mean over targets, as scikit-learn's ``r2_score``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
-        y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
-            None when ``X`` is a source with a target.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Arrays only.
-
-        Returns
-        -------
-        score : float
-        """
-        if scored_as_source(self, X, sample_weight):
-            check_is_fitted(self)
-            return _ridge_stream.score_stream(self, X, y)
-        return super().score(X, y, sample_weight=sample_weight)
+    _score_source = _ridge_stream.score_stream
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
