@@ -48,8 +48,8 @@ from ._streaming import BottomKSample, RunningMoments, validation_mask
 from ._sufficient import fitted_on_first_chunk
 from ._labels import classifier_labels
 from ._scoring import StreamedScore
-from ._validation import (as_tensor, fit_warning, one_class_error, prediction_chunks, record_source_columns,
-                          resolve_device, torch_generator, warn_if_few_rows)
+from ._source_checks import prediction_chunks, record_source_columns
+from ._validation import as_tensor, fit_warning, one_class_error, resolve_device, torch_generator, warn_if_few_rows
 from .distributed import all_gather_object, world
 from .layers import RFFNetModule
 

@@ -166,7 +166,7 @@ def atomic_fit(fit):
     @functools.wraps(fit)
     def wrapper(estimator, X=None, *args, **kwargs):
         saved, grad_mode = dict(vars(estimator)), torch.is_grad_enabled()
-        # the standardisation of the source of an earlier fit (rffkit._validation.record_source_columns)
+        # the standardisation of the source of an earlier fit (rffkit._source_checks.record_source_columns)
         # no longer describes the model: a fit on a source records its own, one on arrays none
         vars(estimator).pop("_source_scaling", None)
         try:

@@ -56,13 +56,12 @@ from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._streamed_heads import (
     StreamedRidgeHeads, _head_from_statistics, _refit_from_statistics, _Standardiser, layer_width,
 )
-from ._streaming import BottomKSample, RunningMoments, numeric_target, streamed_r2, validation_mask
+from ._scoring import streamed_r2
+from ._streaming import BottomKSample, RunningMoments, numeric_target, validation_mask
 from ._stream_widths import agreed_sizes, extended_layer, head_draw, truncated_layer
 from ._sufficient import agree, parse_memory, statistics_bytes
-from ._validation import (
-    check_columns_seen_in_fit, draw_seeds, prediction_chunks, record_source_columns, resolve_device, torch_generator,
-    warn_if_few_rows,
-)
+from ._source_checks import check_columns_seen_in_fit, prediction_chunks, record_source_columns
+from ._validation import draw_seeds, resolve_device, torch_generator, warn_if_few_rows
 from .distributed import all_gather_object, broadcast_object, world
 from .exceptions import DivergenceError
 from .io import ArraySource, TableSource

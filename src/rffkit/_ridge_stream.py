@@ -22,7 +22,8 @@ from sklearn.utils.validation import check_array, check_consistent_length
 from ._default_map import map_width, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
-from ._streaming import numeric_target, streamed_r2
+from ._scoring import streamed_r2
+from ._streaming import numeric_target
 from ._sufficient import (
     MemoryBudgetError,
     accumulate,
@@ -36,10 +37,8 @@ from ._sufficient import (
     streamed_loo,
     streamed_moments,
 )
-from ._validation import (
-    check_columns_seen_in_fit, check_input, prediction_chunks, record_source_columns, resolve_device,
-    seed_from_random_state, warn_if_few_rows,
-)
+from ._source_checks import check_columns_seen_in_fit, prediction_chunks, record_source_columns
+from ._validation import check_input, resolve_device, seed_from_random_state, warn_if_few_rows
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
 from .io import ArraySource, TableSource

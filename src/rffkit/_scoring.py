@@ -7,12 +7,16 @@ measure is summed chunk by chunk, by the estimator's ``_score_source(X, y)``.
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._guards import within_limits
-from ._validation import scored_as_source
+from ._source_checks import scored_as_source
+from ._streaming import RunningMoments, numeric_target
 
-__all__ = ["StreamedScore"]
+__all__ = ["StreamedScore", "streamed_r2"]
 
 
 class StreamedScore:
@@ -40,3 +44,29 @@ class StreamedScore:
             check_is_fitted(self)
             return self._score_source(X, y)
         return super().score(X, y, sample_weight=sample_weight)
+
+
+def streamed_r2(owner, chunks, predict, n_targets=1):
+    """R^2 of ``predict(chunk.X)`` against each chunk's target, over every chunk: scikit-learn's
+    ``r2_score`` (the mean over targets; a constant target scores 1 if predicted exactly, else 0;
+    NaN for fewer than two rows) from one pass. The target's spread is summed by
+    :class:`RunningMoments` about a shift, so a constant target has a spread of exactly 0, where
+    ``r2_score``'s rounding can leave one of 1e-33 and a score of -1e33."""
+    moments = RunningMoments()
+    sse = np.zeros(n_targets)
+    for chunk in chunks:
+        y = numeric_target(owner, chunk.y, n_targets)
+        error = np.asarray(predict(chunk.X), dtype=np.float64).reshape(y.shape) - y
+        sse += np.einsum("ij,ij->j", error, error)
+        moments.update(y)
+    if moments.count == 0:
+        raise ValueError(f"{owner}.score: the source has no rows.")
+    if moments.count < 2:  # as r2_score: not defined on one row
+        from sklearn.exceptions import UndefinedMetricWarning
+
+        warnings.warn(f"{owner}.score: R^2 is not defined on fewer than two rows.", UndefinedMetricWarning,
+                      stacklevel=3)
+        return float("nan")
+    total = np.asarray(moments.m2, dtype=np.float64)
+    scores = np.where(total > 0, 1.0 - sse / np.where(total > 0, total, 1.0), np.where(sse == 0, 1.0, 0.0))
+    return float(np.mean(scores))

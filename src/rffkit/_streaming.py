@@ -9,7 +9,6 @@ each stream their share and merge the pieces at the end.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
@@ -499,29 +498,3 @@ def numeric_target(owner, y, n_targets=1):
     if y.size != y.shape[0] * n_targets:
         raise ValueError(f"{owner}: expected {n_targets} target column(s); got shape {y.shape}.")
     return y.astype(np.float64, copy=False).reshape(y.shape[0], n_targets)
-
-
-def streamed_r2(owner, chunks, predict, n_targets=1):
-    """R^2 of ``predict(chunk.X)`` against each chunk's target, over every chunk: scikit-learn's
-    ``r2_score`` (the mean over targets; a constant target scores 1 if predicted exactly, else 0;
-    NaN for fewer than two rows) from one pass. The target's spread is summed by
-    :class:`RunningMoments` about a shift, so a constant target has a spread of exactly 0, where
-    ``r2_score``'s rounding can leave one of 1e-33 and a score of -1e33."""
-    moments = RunningMoments()
-    sse = np.zeros(n_targets)
-    for chunk in chunks:
-        y = numeric_target(owner, chunk.y, n_targets)
-        error = np.asarray(predict(chunk.X), dtype=np.float64).reshape(y.shape) - y
-        sse += np.einsum("ij,ij->j", error, error)
-        moments.update(y)
-    if moments.count == 0:
-        raise ValueError(f"{owner}.score: the source has no rows.")
-    if moments.count < 2:  # as r2_score: not defined on one row
-        from sklearn.exceptions import UndefinedMetricWarning
-
-        warnings.warn(f"{owner}.score: R^2 is not defined on fewer than two rows.", UndefinedMetricWarning,
-                      stacklevel=3)
-        return float("nan")
-    total = np.asarray(moments.m2, dtype=np.float64)
-    scores = np.where(total > 0, 1.0 - sse / np.where(total > 0, total, 1.0), np.where(sse == 0, 1.0, 0.0))
-    return float(np.mean(scores))
