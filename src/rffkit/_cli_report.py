@@ -154,8 +154,8 @@ def report_inputs(report, args, source, n_rows, *, task, why, estimator, scale):
     report.line(f"model: {describe_estimator(estimator)}" + (" on standardised columns" if scale else "")
                 + (f" ({len(kept)} of 0s and 1s as they are: one-hot, missing-value indicators, booleans)"
                    if kept else ""))
-    report.line(f"held out: {100 * args.test_size:g}% of the rows (chosen by a hash of the row number "
-                f"with seed {args.random_state}); the model is fitted on the others"
+    report.line(f"held out: about {100 * args.test_size:g}% of the rows (by a hash of each row number, "
+                f"seed {args.random_state}); the model is fitted on the others"
                 if args.test_size else "held out: none (--test-size 0); the model is fitted on every row")
 
 
