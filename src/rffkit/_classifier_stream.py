@@ -273,7 +273,7 @@ def fit_rff_classifier_stream(estimator, X, y):
 
 def per_chunk(estimator, X, method):
     """``method(chunk.X)`` over every chunk of the source behind ``X`` (all rows, whatever the rank), stacked."""
-    source = _stream._checked(estimator, X)
+    source = _stream.prediction_source(estimator, X)
     parts = [method(np.asarray(chunk.X)) for chunk in prediction_chunks(source)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -281,7 +281,7 @@ def per_chunk(estimator, X, method):
 def accuracy_stream(estimator, X, y=None):
     """The fraction of a source's rows whose label the fitted classifier predicts right, chunk by chunk."""
     owner = type(estimator).__name__
-    source = _stream._checked(estimator, X, y, "score")
+    source = _stream.prediction_source(estimator, X, y, "score")
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     right = total = 0

@@ -11,10 +11,26 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["DEFAULT_N_COMPONENTS", "DefaultFeatureMap", "map_width", "width_parameter", "with_width"]
+__all__ = [
+    "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "map_width", "width_parameter", "with_width",
+]
 
 #: Components of the default feature map (``features=None``, ``n_components=None``).
 DEFAULT_N_COMPONENTS = 500
+
+#: The docstring entries of the two parameters, in RFFRidge's and RFFClassifier's.
+FEATURE_MAP_PARAMETERS = """    features : transformer or None, default=None
+        The feature map, cloned and fitted in ``fit``. None uses Gaussian
+        :class:`~rffkit.RandomFourierFeatures` with 500 components (or ``n_components``) and
+        length scale ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``),
+        one for every column: standardise the columns first (a ``StandardScaler`` in a
+        pipeline; for a :class:`rffkit.io.TableSource`, which keeps its columns' units,
+        ``source.standardized()``), or columns of large values dominate its distances.
+    n_components : int or None, default=None
+        Width of the feature map: when not None, it overrides the ``n_components`` of the
+        map given as ``features`` (as ``random_state`` does); None: the map's own, 500 for
+        the default map.
+"""
 
 
 def with_width(features, estimator):

@@ -70,6 +70,7 @@ from .layers import RFFNetModule
 
 __all__ = [
     "StreamSettings", "STREAM_SETTINGS", "is_stream", "fits_streamed", "fit_stream", "predict_stream", "score_stream",
+    "prediction_source",
     "StreamedFitSetup", "fit_setup", "training_rows",
     "standardiser", "finished_model", "record_final_loss",
 ]
@@ -115,12 +116,12 @@ def fits_streamed(estimator, X):
     return is_stream(X)
 
 
-def _source(estimator, X, y, *, fitting):
+def _source(estimator, X, y, *, fitting, method="fit"):
     """The source behind ``X`` (a memory map becomes an :class:`ArraySource`)."""
     owner = type(estimator).__name__
     if isinstance(X, (TableSource, ArraySource)):
         if y is not None:
-            raise ValueError(f"{owner}: {type(X).__name__} carries its own target; pass y=None.")
+            raise ValueError(f"{owner}.{method}: {type(X).__name__} carries its own target; pass y=None.")
         source = X
     else:
         if fitting and y is None:
@@ -389,16 +390,17 @@ def set_fitted(estimator, source, standardise, target_state, model, history, alp
     record_source_columns(estimator, source)
 
 
-def _checked(estimator, X, y=None, method="predict"):
-    """The source of ``X`` for prediction, its columns checked against those seen in ``fit``."""
-    source = _source(estimator, X, y, fitting=False)
+def prediction_source(estimator, X, y=None, method="predict"):
+    """The source of ``X`` for ``predict`` or ``score`` (of any estimator fitted on a source), its columns
+    checked against those seen in ``fit``."""
+    source = _source(estimator, X, y, fitting=False, method=method)
     check_columns_seen_in_fit(estimator, source, method)
     return source
 
 
 def predict_stream(estimator, X):
     """Predictions for every row of a source, read chunk by chunk (all rows, whatever the rank)."""
-    source = _checked(estimator, X)
+    source = prediction_source(estimator, X)
     parts = [estimator._predict_rows(np.asarray(chunk.X, dtype=np.float64)) for chunk in prediction_chunks(source)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -406,7 +408,7 @@ def predict_stream(estimator, X):
 def score_stream(estimator, X, y=None):
     """R^2 of the predictions on every row of a source with a target, read chunk by chunk."""
     owner = type(estimator).__name__
-    source = _checked(estimator, X, y, "score")
+    source = prediction_source(estimator, X, y, "score")
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against.")
     return streamed_r2(owner, prediction_chunks(source),

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_array, check_consistent_length
 from ._default_map import map_width, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
+from ._rffnet_stream import prediction_source
 from ._scoring import streamed_r2
 from ._streaming import numeric_target
 from ._sufficient import (
@@ -37,7 +38,7 @@ from ._sufficient import (
     streamed_loo,
     streamed_moments,
 )
-from ._source_checks import check_columns_seen_in_fit, prediction_chunks, record_source_columns
+from ._source_checks import prediction_chunks, record_source_columns
 from ._validation import check_input, resolve_device, seed_from_random_state, warn_if_few_rows
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
@@ -247,15 +248,6 @@ def partial_fit(estimator, X, y):
     return estimator
 
 
-def _checked(estimator, X, y=None, method="predict"):
-    if isinstance(X, (TableSource, ArraySource)) and y is not None:
-        raise ValueError(f"{type(estimator).__name__}.{method}: {type(X).__name__} carries its own target; "
-                         "pass y=None.")
-    source = X if isinstance(X, (TableSource, ArraySource)) else ArraySource(X, y)
-    check_columns_seen_in_fit(estimator, source, method)
-    return source
-
-
 def _predict_chunk(estimator, X):
     block_rows = block_rows_for(estimator.coef_.shape[-1], X.dtype.itemsize)
     coef = estimator.coef_.astype(X.dtype, copy=False)
@@ -266,7 +258,7 @@ def _predict_chunk(estimator, X):
 
 def predict_stream(estimator, X):
     """:meth:`RFFRidge.predict` on a source or a memory map, chunk by chunk."""
-    source = _checked(estimator, X)
+    source = prediction_source(estimator, X)
     predictions = [_predict_chunk(estimator, chunk.X) for chunk in prediction_chunks(source)]
     return np.concatenate(predictions)
 
@@ -275,7 +267,7 @@ def score_stream(estimator, X, y=None):
     """:meth:`RFFRidge.score` on a source with a target, or a memory map with ``y``: R^2, the
     mean over targets, from one pass over the chunks."""
     owner = type(estimator).__name__
-    source = _checked(estimator, X, y, "score")
+    source = prediction_source(estimator, X, y, "score")
     if source.target is None:
         raise ValueError(f"{owner}.score: the source has no target to score against; pass y "
                          "or open the table with target=...")

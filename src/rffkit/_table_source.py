@@ -11,10 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from ._column_kinds import TIME_UNITS, target_present, target_values
-from ._encoding import ColumnEncoding, learn_encoding, row_mask
-from ._io_base import (
-    Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io,
-)
+from ._encoding import ColumnEncoding
+from ._io_base import Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io, row_mask
+from ._learn_encoding import learn_encoding
 from ._streaming import rechunk
 
 __all__ = ["TableSource"]
@@ -270,7 +269,7 @@ class TableSource:
 
         Reads the string and categorical columns, and the columns of codes this source's
         encoding one-hot encodes (``open_table(categorical=...)``), and with
-        ``missing='encode'`` the numeric ones (:func:`rffkit._encoding.learn_encoding`).
+        ``missing='encode'`` the numeric ones (:func:`rffkit._learn_encoding.learn_encoding`).
         The categories are every value seen, sorted (codes of numbers by their value). A
         text column of more than 20 distinct numbers and at least nine of them for each
         other value is refused (:class:`DataSourceError` naming the

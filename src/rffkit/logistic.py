@@ -19,7 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._classifier_stream import StreamedAccuracy, fit_rff_classifier_stream, per_chunk
-from ._default_map import DefaultFeatureMap
+from ._default_map import FEATURE_MAP_PARAMETERS, DefaultFeatureMap
 from ._guards import atomic_fit, within_limits
 from ._logistic import fit_logistic, logistic_objective
 from ._rffnet_stream import is_stream
@@ -32,7 +32,8 @@ __all__ = ["RFFClassifier", "fit_logistic", "logistic_objective"]
 
 
 class RFFClassifier(DefaultFeatureMap, StreamedAccuracy, ClassifierMixin, BaseEstimator):
-    """Logistic regression (binary or multinomial) on a random-feature map.
+    __doc__ = (
+        """Logistic regression (binary or multinomial) on a random-feature map.
 
     Minimises ``(1/n) sum_i loss(y_i, W^T z(x_i) + b) + (alpha / 2) ||W||_F^2`` by
     full-batch L-BFGS in torch on ``device``, where ``z`` is any feature transformer
@@ -42,18 +43,9 @@ class RFFClassifier(DefaultFeatureMap, StreamedAccuracy, ClassifierMixin, BaseEs
 
     Parameters
     ----------
-    features : transformer or None, default=None
-        The feature map, cloned and fitted in ``fit``. None uses Gaussian
-        :class:`~rffkit.RandomFourierFeatures` with 500 components (or ``n_components``) and
-        length scale ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``),
-        one for every column: standardise the columns first (a ``StandardScaler`` in a
-        pipeline; for a :class:`rffkit.io.TableSource`, which keeps its columns' units,
-        ``source.standardized()``), or columns of large values dominate its distances.
-    n_components : int or None, default=None
-        Width of the feature map: when not None, it overrides the ``n_components`` of the
-        map given as ``features`` (as ``random_state`` does); None: the map's own, 500 for
-        the default map.
-    alpha : float, default=1e-4
+"""
+        + FEATURE_MAP_PARAMETERS
+        + """    alpha : float, default=1e-4
         L2 penalty. ``LogisticRegression(C=C)`` corresponds to ``alpha = 1 / (C n)``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
@@ -116,6 +108,7 @@ class RFFClassifier(DefaultFeatureMap, StreamedAccuracy, ClassifierMixin, BaseEs
     >>> bool(clf.score(X, y) > 0.9), clf.classes_.tolist()
     (True, ['a', 'b'])
     """
+    )
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],

@@ -21,7 +21,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from . import _ridge_stream
-from ._default_map import DEFAULT_N_COMPONENTS, DefaultFeatureMap, with_width
+from ._default_map import DEFAULT_N_COMPONENTS, FEATURE_MAP_PARAMETERS, DefaultFeatureMap, with_width
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._scoring import StreamedScore
@@ -124,7 +124,8 @@ def _dense(Z):
 
 
 class RFFRidge(DefaultFeatureMap, StreamedScore, RegressorMixin, BaseEstimator):
-    """Ridge regression on a random-feature map, ``alpha`` chosen along an eigen-path.
+    __doc__ = (
+        """Ridge regression on a random-feature map, ``alpha`` chosen along an eigen-path.
 
     Fits ``f(x) = z(x)^T w + b`` minimising ``||y - Z w - b||^2 + alpha ||w||^2``
     (intercept unpenalised), where ``z`` is any feature transformer of this library
@@ -139,18 +140,9 @@ class RFFRidge(DefaultFeatureMap, StreamedScore, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    features : transformer or None, default=None
-        The feature map, cloned and fitted in ``fit``. None uses Gaussian
-        :class:`~rffkit.RandomFourierFeatures` with 500 components (or ``n_components``) and
-        length scale ``sqrt(n_features var(X) / 2)`` (scikit-learn's ``gamma='scale'``),
-        one for every column: standardise the columns first (a ``StandardScaler`` in a
-        pipeline; for a :class:`rffkit.io.TableSource`, which keeps its columns' units,
-        ``source.standardized()``), or columns of large values dominate its distances.
-    n_components : int or None, default=None
-        Width of the feature map: when not None, it overrides the ``n_components`` of the
-        map given as ``features`` (as ``random_state`` does); None: the map's own, 500 for
-        the default map.
-    alphas : float or array-like of shape (n_alphas,), default=(1e-6, ..., 1e4)
+"""
+        + FEATURE_MAP_PARAMETERS
+        + """    alphas : float or array-like of shape (n_alphas,), default=(1e-6, ..., 1e4)
         Regularisation strengths to try (11 decades by default). Must be positive.
     alpha_selection : {'loo', 'gcv', 'holdout'} or None, default='loo'
         'loo': exact leave-one-out squared error (a second pass over a streamed source;
@@ -286,6 +278,7 @@ class RFFRidge(DefaultFeatureMap, StreamedScore, RegressorMixin, BaseEstimator):
     >>> bool(np.allclose(streamed.predict(X), model.predict(X)))
     True
     """
+    )
 
     _parameter_constraints = {
         "features": [None, HasMethods(["fit", "transform"])],

@@ -285,6 +285,18 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
             )
         return np.sort(values)[::-1]
 
+    def _validation_rows(self, n_samples):
+        """Rows held out to choose ``alpha``: ``validation_fraction`` of ``n_samples``, rounded up (after
+        rounding off, so that 1000 / 6000 of 6000 samples is 1000, not 1001); at least 1, leaving 2."""
+        n_validation = int(np.ceil(round(self.validation_fraction * n_samples, 9)))
+        if n_validation < 1 or n_samples - n_validation < 2:
+            raise ValueError(
+                f"{type(self).__name__}: n_samples={n_samples} is too few to hold out validation_fraction="
+                f"{self.validation_fraction} ({n_validation} rows) and still train on 2 samples; pass more samples "
+                "or a single value in alphas to skip the validation search."
+            )
+        return n_validation
+
     @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -308,14 +320,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         device = resolve_device(self.device, owner=name)
         n_samples, n_features = X.shape
         search = explicit is None and self.alphas > 1 or explicit is not None and explicit.size > 1
-        # round first so that e.g. 1000 / 6000 of 6000 samples is 1000, not 1001
-        n_validation = int(np.ceil(round(self.validation_fraction * n_samples, 9))) if search else 0
-        if search and (n_validation < 1 or n_samples - n_validation < 2):
-            raise ValueError(
-                f"{name}: n_samples={n_samples} is too few to hold out validation_fraction="
-                f"{self.validation_fraction} ({n_validation} rows) and still train on 2 samples; pass more samples "
-                "or a single value in alphas to skip the validation search."
-            )
+        n_validation = self._validation_rows(n_samples) if search else 0
         dtype = torch_dtype_for(X)
         mean, scale, constant = standardisation(X)
         # a constant column takes no part: on the simplex its gamma would hold mass that moves nothing
