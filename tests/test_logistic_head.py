@@ -88,28 +88,26 @@ def test_path_stops_after_patience_penalties_without_progress():
     assert head.alpha == full.alpha  # the validation loss of this problem has one minimum on the grid
 
 
-def test_cross_validated_path_matches_a_naive_stratified_cross_validation():
-    Z, labels = _features(n=200, seed=4)
-    head = logistic_head_path(Z, labels, 2, None, None, ALPHAS, n_folds=4, patience=len(ALPHAS), tol=1e-8,
-                              max_iter=2000)
-    fold = np.empty(200, dtype=int)
-    for label in (0, 1):
-        members = np.flatnonzero(labels == label)
-        fold[members] = np.arange(members.shape[0]) % 4
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_leave_one_out_path_matches_refits_without_each_row(n_classes):
+    """The path scored by the approximate leave-one-out log-loss chooses the penalty that refits without
+    each row choose, and its score is theirs to 2% (measured: 1.2% below for two classes, 0.8% for three)."""
+    n, alphas = 60, ALPHAS[2:10]
+    Z, labels = _features(n=n, D=10, n_classes=n_classes, seed=4)
+    head = logistic_head_path(Z, labels, n_classes, None, None, alphas, leave_one_out=True, patience=len(alphas),
+                              tol=1e-9, max_iter=2000)
     scores = {}
-    for alpha in ALPHAS:
+    for alpha in alphas:
         total = 0.0
-        for k in range(4):
-            train, test = fold != k, fold == k
-            single = logistic_head_path(Z[train], labels[train], 2, None, None, [alpha], tol=1e-8, max_iter=2000)
-            total += log_loss(labels[test], torch.softmax(single.logits(Z[test]), 1).numpy(), labels=[0, 1],
-                              normalize=False)
-        scores[alpha] = total / 200
+        for i in range(n):  # the mean objective on n - 1 rows keeps the sum's penalty at alpha n / (n - 1)
+            keep = np.arange(n) != i
+            single = logistic_head_path(Z[keep], labels[keep], n_classes, None, None, [alpha * n / (n - 1)],
+                                        tol=1e-9, max_iter=2000)
+            total += log_loss(labels[i:i + 1], torch.softmax(single.logits(Z[i:i + 1]), 1).numpy(),
+                              labels=range(n_classes), normalize=False)
+        scores[alpha] = total / n
     assert head.alpha == min(scores, key=scores.get)
-    # the folds are preconditioned by the spectrum of all rows: the optimum is the same, up to the tolerance
-    assert head.score == pytest.approx(scores[head.alpha], rel=1e-3)
-    refit = logistic_head_path(Z, labels, 2, None, None, [head.alpha], tol=1e-8, max_iter=2000)
-    torch.testing.assert_close(head.logits(Z), refit.logits(Z), atol=1e-4, rtol=0)
+    assert head.score == pytest.approx(scores[head.alpha], rel=2e-2)
 
 
 def test_wide_features_are_solved_in_the_dual_spectrum():
@@ -207,21 +205,21 @@ def test_float32_multinomial_newton_keeps_the_intercepts_centred():
 
 
 def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
-    """Where Newton is the cheaper solver the cross-validated path is that of L-BFGS, to its tolerance."""
+    """Where Newton is the cheaper solver the leave-one-out path is that of L-BFGS, to its tolerance."""
     import rffkit._logistic_path as logistic
 
     Z, labels = _features(n=200, D=50, n_classes=3, seed=5)
-    newton = logistic_head_path(Z, labels, 3, None, None, ALPHAS, n_folds=5, tol=1e-8, max_iter=5000)
+    newton = logistic_head_path(Z, labels, 3, None, None, ALPHAS, leave_one_out=True, tol=1e-8, max_iter=5000)
     monkeypatch.setattr(logistic, "newton_is_cheaper", lambda *args, **kwargs: False)
-    lbfgs = logistic_head_path(Z, labels, 3, None, None, ALPHAS, n_folds=5, tol=1e-8, max_iter=5000)
+    lbfgs = logistic_head_path(Z, labels, 3, None, None, ALPHAS, leave_one_out=True, tol=1e-8, max_iter=5000)
     assert newton.alpha == lbfgs.alpha
     assert newton.score == pytest.approx(lbfgs.score, rel=1e-5)
     torch.testing.assert_close(torch.softmax(newton.logits(Z), 1), torch.softmax(lbfgs.logits(Z), 1), rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("folds", [None, 4])
-def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes, folds):
+@pytest.mark.parametrize("leave_one_out", [False, True])
+def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes, leave_one_out):
     """L-BFGS evaluating G theta (G = Zc V formed) or Zc (V theta) solves the same problem."""
     import rffkit._logistic_path as logistic
 
@@ -231,9 +229,9 @@ def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_featur
     heads = {}
     for forms_g in (True, False):
         monkeypatch.setattr(logistic, "_forms_g", lambda *args, forms_g=forms_g, **kwargs: forms_g)
-        if folds:
-            heads[forms_g] = logistic_head_path(Z, labels, n_classes, None, None, ALPHAS, n_folds=folds, tol=1e-9,
-                                                max_iter=5000)
+        if leave_one_out:
+            heads[forms_g] = logistic_head_path(Z, labels, n_classes, None, None, ALPHAS, leave_one_out=True,
+                                                tol=1e-9, max_iter=5000)
         else:
             heads[forms_g] = logistic_head_path(Z[train], labels[train], n_classes, Z[val], labels[val], ALPHAS,
                                                 tol=1e-9, max_iter=5000)

@@ -263,18 +263,20 @@ class LogisticHeads:
 
     ``alphas``: the penalties tried (largest first, see
     :func:`~rffkit._logistic_path.logistic_head_path`), scored on the validation split or,
-    with ``n_folds``, by cross-validation on the training rows; one penalty when it is
-    fixed, or when nothing can be held out.
+    with ``leave_one_out``, by the approximate leave-one-out log-loss of the training
+    rows; one penalty when it is fixed, or when nothing can be held out.
     """
 
     #: A logistic path costs many L-BFGS fits: the refinement screens pruning candidates
     #: by a ridge fit first.
     costly = True
 
-    def __init__(self, X, labels, X_val, labels_val, n_classes, *, alphas, max_iter, tol, patience, n_folds=None):
+    def __init__(self, X, labels, X_val, labels_val, n_classes, *, alphas, max_iter, tol, patience,
+                 leave_one_out=False):
         self.X, self.labels, self.X_val, self.labels_val = X, labels, X_val, labels_val
         self.n_classes, self.alphas = n_classes, tuple(alphas)
-        self.max_iter, self.tol, self.patience, self.n_folds = max_iter, tol, patience, n_folds
+        self.max_iter, self.tol, self.patience = max_iter, tol, patience
+        self.leave_one_out = leave_one_out
 
     @torch.no_grad()
     def fit(self, layer):
@@ -283,14 +285,14 @@ class LogisticHeads:
         return logistic_head_path(
             layer(self.X), self.labels, self.n_classes, Z_val, self.labels_val, self.alphas,
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
-            n_folds=self.n_folds if len(self.alphas) > 1 else None,
+            leave_one_out=self.leave_one_out and len(self.alphas) > 1,
         )
 
     @torch.no_grad()
     def fit_linear(self, layer):
         """The logistic head of the standardised inputs alone, on ``layer``'s linear columns (see the module).
 
-        Its penalty is chosen from all of ``alphas`` (cross-validation on the training
+        Its penalty is chosen from all of ``alphas`` (leave-one-out on the training
         rows is fair here: no part of a linear model was fitted to them before).
         """
         kept, scale = linear_inputs(layer)
@@ -298,7 +300,7 @@ class LogisticHeads:
         head = logistic_head_path(
             self.X[:, kept], self.labels, self.n_classes, X_val, self.labels_val, self.alphas,
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
-            n_folds=self.n_folds if len(self.alphas) > 1 else None,
+            leave_one_out=self.leave_one_out and len(self.alphas) > 1,
         )
         return on_layer(layer, head, kept, scale)
 
@@ -311,7 +313,8 @@ class LogisticHeads:
         """
         near = tuple(a for a in self.alphas if alpha / factor <= a <= alpha * factor) or (alpha,)
         return LogisticHeads(self.X, self.labels, self.X_val, self.labels_val, self.n_classes, alphas=near,
-                             max_iter=self.max_iter, tol=self.tol, patience=self.patience, n_folds=self.n_folds)
+                             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
+                             leave_one_out=self.leave_one_out)
 
     @property
     def validated(self):

@@ -28,10 +28,10 @@ from ._logistic import (
     LogisticHead,
     _as_target,
     _mean_loss,
-    _sample_losses,
     logistic_objective,
     minimise_logistic,
 )
+from ._logistic_loo import approximate_loo_losses
 from ._logistic_newton import newton_is_cheaper, newton_logistic
 
 __all__ = ["LogisticSpectrum", "logistic_spectrum", "logistic_head_path"]
@@ -96,7 +96,7 @@ class _PrincipalProblem:
     """A logistic problem in the principal coordinates ``theta`` of a :class:`LogisticSpectrum`.
 
     The weights are ``V theta``, so the logits are ``Zc V theta = G theta``. :meth:`solve`
-    fits the rows ``rows`` (None: all) at one penalty, warm-started from
+    fits the rows at one penalty, warm-started from
     ``(theta, bias)``, restricted to the directions the penalty does not shrink to
     nothing (see :func:`logistic_head_path`), by Newton's method where its cost model
     says it is the cheaper (:mod:`rffkit._logistic_newton`: few rows and coordinates)
@@ -138,19 +138,22 @@ class _PrincipalProblem:
         """The weights ``V theta`` on the centred features."""
         return matmul(self.spectrum.eigenvectors, theta)
 
-    def solve(self, alpha, theta, bias, rows=None):
-        """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``)."""
+    def _active(self, alpha):
+        """``(active, columns)``: the directions fitted at penalty ``alpha``, as indices and as a column selector."""
         # directions the penalty shrinks by more than 1 / relative_floor hold (almost) no weight
         active = torch.nonzero(self.data_curvature >= self.relative_floor * 2.0 * alpha).flatten()
-        scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
         contiguous = active.numel() > 0 and int(active[-1] - active[0]) + 1 == active.numel()
         # the eigenvalues ascend, so the active directions are the last columns: a view, not a copy
-        columns = slice(int(active[0]), int(active[-1]) + 1) if contiguous else active
-        n_rows = self.Zc.shape[0] if rows is None else rows.shape[0]
-        target = self.target if rows is None else self.target[rows]
+        return active, slice(int(active[0]), int(active[-1]) + 1) if contiguous else active
+
+    def solve(self, alpha, theta, bias):
+        """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``)."""
+        active, columns = self._active(alpha)
+        scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
+        n_rows, target = self.Zc.shape[0], self.target
         newton = newton_is_cheaper(n_rows, active.numel(), self.n_out)
         if newton or self.forms_g:
-            G = (self.G if rows is None else self.G[rows])[:, columns]
+            G = self.G[:, columns]
         if newton:
             solved, bias, n_iter, gradient = newton_logistic(
                 G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
@@ -163,15 +166,20 @@ class _PrincipalProblem:
             )
         else:
             V = self.spectrum.eigenvectors[:, columns]
-            Zc = self.Zc if rows is None else self.Zc[rows]
             weights, bias, n_iter, gradient = minimise_logistic(
-                Zc, target, 2.0 * alpha, weights=matmul(V, theta[active]), bias=bias, max_iter=self.max_iter,
+                self.Zc, target, 2.0 * alpha, weights=matmul(V, theta[active]), bias=bias, max_iter=self.max_iter,
                 tol=self.tol, preconditioner=(V, scales),
             )
             solved = matmul(V.T, weights)
         theta = torch.zeros_like(theta)
         theta[active] = solved
         return theta, bias, bool(n_iter < self.max_iter or gradient <= self.tol), n_iter
+
+    def loo_losses(self, alpha, theta, bias):
+        """Each row's log-loss predicted by the fit at ``alpha`` without it
+        (:func:`rffkit._logistic_loo.approximate_loo_losses`, in the directions :meth:`solve` fitted)."""
+        active, columns = self._active(alpha)
+        return approximate_loo_losses(self.G[:, columns], self.target, theta[active], bias, alpha)
 
     def head(self, alpha, theta, bias, score, converged, n_iter, coef=None):
         """The :class:`LogisticHead` on the original features ``Z`` (``coef``: ``V theta``, if known)."""
@@ -181,7 +189,7 @@ class _PrincipalProblem:
 
 
 def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_iter=300, tol=1e-5, patience=2,
-                       spectrum=None, relative_floor=1e-6, n_folds=None):
+                       spectrum=None, relative_floor=1e-6, leave_one_out=False):
     """The logistic head whose penalty, among ``alphas``, has the least held-out log-loss.
 
     Minimises ``mean_i loss_i + alpha ||W||^2`` (RFFNet's objective: twice the
@@ -190,11 +198,12 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
     path; on nearly separable data the weights grow about linearly in ``log(1 / alpha)``,
     and the step saves a third of the Newton iterations) and preconditioned by one
     eigendecomposition of the centred Gram matrix (:func:`logistic_spectrum`, see the
-    module docstring), and scores it on the validation split, or, with ``n_folds``,
-    by ``n_folds``-fold cross-validation on ``(Z, labels)`` (folds stratified by class
-    in the order of the rows; the spectrum of all rows preconditions every fold): a
-    split of a few dozen rows picks the penalty by luck, mostly a too small one when
-    it happens to be separable. The path stops once the held-out log-loss has
+    module docstring), and scores it on the validation split or, with ``leave_one_out``,
+    by the approximate leave-one-out log-loss of its training rows
+    (:mod:`rffkit._logistic_loo`): a split of a few dozen rows picks the penalty by
+    luck, mostly a too small one when it happens to be separable, and the approximation
+    costs about one Newton iteration per penalty where cross-validation refits every
+    fold. The path stops once the held-out log-loss has
     exceeded its best for ``patience`` penalties in a row. Without a validation split
     or folds only the first penalty is fitted (pass the one wanted).
 
@@ -217,8 +226,9 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
         penalty's are left out of the fit at that penalty (their weights are 0):
         the penalty shrinks them to nothing anyway, and the fit costs ``O(n r K)`` per
         evaluation in the ``r`` directions kept.
-    n_folds : int or None, default=None
-        Choose the penalty by cross-validation instead of on ``(Z_val, labels_val)``.
+    leave_one_out : bool, default=False
+        Choose the penalty by the approximate leave-one-out log-loss on ``(Z, labels)``
+        instead of on ``(Z_val, labels_val)``.
 
     Returns
     -------
@@ -231,9 +241,8 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
     problem = _PrincipalProblem(Z, labels, n_classes, spectrum, max_iter=max_iter, tol=tol,
                                 relative_floor=relative_floor)
     alphas = sorted(alphas, reverse=True)
-    if n_folds:
-        return _cross_validated_path(problem, alphas, n_folds, patience)
     theta, bias = problem.start()
+    held_out = Z_val is not None or leave_one_out
     if Z_val is not None:
         Zc_val = (Z_val - spectrum.mean).to(problem.dtype)
         target_val = _as_target(torch.as_tensor(labels_val, device=Z.device), n_classes, problem.dtype, Z.device)
@@ -244,12 +253,14 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
         theta, bias, converged, n_iter = problem.solve(alpha, *start)
         coef = problem.coef(theta)
         with torch.no_grad():
-            if Z_val is None:  # ||V theta|| = ||theta||: the objective in the solved coordinates
+            if leave_one_out:
+                score = float(problem.loo_losses(alpha, theta, bias).mean())
+            elif Z_val is None:  # ||V theta|| = ||theta||: the objective in the solved coordinates
                 score = float(logistic_objective(coef, bias, problem.Zc, problem.target, 2.0 * alpha))
             else:
                 score = float(_mean_loss(matmul(Zc_val, coef) + bias, target_val))
         head = problem.head(alpha, theta, bias, score, converged, n_iter, coef=coef)
-        if Z_val is None:
+        if not held_out:
             return head
         if best is None or score < best.score or not math.isfinite(best.score):
             best, stall = head, 0
@@ -266,38 +277,3 @@ def _predicted(state, previous):
     if previous is None:
         return state
     return 2.0 * state[0] - previous[0], 2.0 * state[1] - previous[1]
-
-
-def _cross_validated_path(problem, alphas, n_folds, patience):
-    """The path of :func:`logistic_head_path` scored by stratified ``n_folds``-fold cross-validation."""
-    labels = problem.labels.cpu().numpy()
-    fold = np.empty(labels.shape[0], dtype=np.int64)
-    for label in np.unique(labels):
-        members = np.flatnonzero(labels == label)
-        fold[members] = np.arange(members.shape[0]) % n_folds
-    device = problem.Zc.device
-    splits = [(torch.as_tensor(np.flatnonzero(fold != k), device=device),
-               torch.as_tensor(np.flatnonzero(fold == k), device=device)) for k in range(n_folds)]
-    states = [problem.start() for _ in splits]
-    previous = [None] * len(splits)
-    best_alpha, best_score, stall = None, math.inf, 0
-    for alpha in alphas:
-        held_out = 0.0
-        for k, (train, test) in enumerate(splits):
-            theta, bias, _, _ = problem.solve(alpha, *_predicted(states[k], previous[k]), rows=train)
-            previous[k], states[k] = states[k], (theta, bias)
-            with torch.no_grad():
-                logits = matmul(problem.Zc[test], problem.coef(theta)) + bias
-                held_out += float(_sample_losses(logits, problem.target[test]).sum())
-        score = held_out / labels.shape[0]
-        if best_alpha is None or score < best_score:
-            best_alpha, best_score, best_states, stall = alpha, score, list(states), 0
-        else:
-            stall += 1
-            if stall >= patience:
-                break
-    # all rows at the chosen penalty, from the folds' mean solution
-    theta = sum(state[0] for state in best_states) / n_folds
-    bias = sum(state[1] for state in best_states) / n_folds
-    theta, bias, converged, n_iter = problem.solve(best_alpha, theta, bias)
-    return problem.head(best_alpha, theta, bias, best_score, converged, n_iter)

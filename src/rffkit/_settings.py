@@ -198,17 +198,16 @@ class RFFNetSettings:
     #: The penalty path (``alpha_grid``, largest first) stops once the validation
     #: log-loss has exceeded its best for this many penalties in a row.
     logistic_patience: int = 2
-    #: Without a validation split (and on more than ``logistic_cv_rows`` rows) the
+    #: Without a validation split (and on more than ``logistic_loo_rows`` rows) the
     #: head's penalty is the surrogate ridge head's
     #: (chosen by GCV) times this: a Newton step from zero on the logistic loss, whose
     #: curvature is about 1/4 where the squared loss has 2, shrinks like ridge at
     #: ``alpha / 8``.
     logistic_alpha_ratio: float = 0.125
-    #: On at most this many training rows the head's penalty is chosen by stratified
-    #: cross-validation with this many folds instead of on the validation split (a
-    #: few dozen held-out rows choose it by luck).
-    logistic_cv_rows: int = 1000
-    logistic_cv_folds: int = 5
+    #: On at most this many training rows the head's penalty is chosen by the
+    #: approximate leave-one-out log-loss of the training rows instead of on the
+    #: validation split (a few dozen held-out rows choose it by luck).
+    logistic_loo_rows: int = 1000
 
     # -- the Adam solver ----------------------------------------------------------------------
     #: Non-finite losses cured by restoring the best state and halving the step, at most.

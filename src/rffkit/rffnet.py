@@ -208,17 +208,17 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
 
     def _output_heads(self, problem, auto_alpha, surrogate_alpha):
         settings = self._settings
-        cross_validate = problem.X_train.shape[0] <= settings.logistic_cv_rows
+        leave_one_out = problem.X_train.shape[0] <= settings.logistic_loo_rows
         if not auto_alpha:
             alphas = (float(self.alpha),)
-        elif problem.X_val is None and not cross_validate:
+        elif problem.X_val is None and not leave_one_out:
             alphas = (surrogate_alpha * settings.logistic_alpha_ratio,)
         else:
             alphas = settings.logistic_alpha_grid
         return LogisticHeads(
             problem.X_train, problem.y_train, problem.X_val, problem.y_val, problem.n_outputs, alphas=alphas,
             max_iter=settings.logistic_max_iter, tol=settings.logistic_tol, patience=settings.logistic_patience,
-            n_folds=settings.logistic_cv_folds if cross_validate else None,
+            leave_one_out=leave_one_out,
         )
 
     def _loss_fn(self):

@@ -1,0 +1,102 @@
+"""Approximate leave-one-out log-loss of an L2-penalised logistic fit: tensors in, tensors out.
+
+Leaving row ``i`` out of the objective ``F(beta) = sum_j loss_j(X_j beta) + n penalty ||W||^2``
+moves its minimum by about one Newton step from the fit on all rows,
+``beta_{-i} = beta + (H - X_i^T W_i X_i)^{-1} X_i^T g_i``, with ``H`` the Hessian of ``F``,
+``g_i`` and ``W_i`` the gradient and Hessian of row ``i``'s loss in its logits and ``X_i``
+the map from the parameters to those logits. By the Woodbury identity the logits of the
+row predicted without it are then
+
+    eta_i + A_i (I - W_i A_i)^{-1} g_i,   A_i = X_i H^{-1} X_i^T,
+
+one ``K x K`` system per row for ``K`` logits: the approximate leave-one-out (ALO) of
+Rad & Maleki (2020), whose error vanishes as the rows grow, also when the parameters grow
+with them; Beirami et al. (2017) give the same step for M-estimators. Its cost is one
+factorisation of ``H`` and ``n K^2 P^2`` multiply-adds for ``P`` parameters per
+output, against a refit per row for the exact leave-one-out, or per fold for
+cross-validation.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._logistic_newton import _hessian
+
+__all__ = ["approximate_loo_losses"]
+
+
+def _factor(H):
+    """The lower Cholesky factor of ``H``, its diagonal jittered until the factorisation succeeds."""
+    scale = float(H.diagonal().abs().max().clamp_min(1e-300))
+    eye = torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
+    jitter = 0.0
+    for attempt in range(12):
+        factor, info = torch.linalg.cholesky_ex(H + jitter * eye)
+        if int(info) == 0:
+            return factor
+        jitter = scale * 10.0 ** (attempt - 14)
+    raise torch.linalg.LinAlgError("the Hessian of the logistic objective is not positive definite")
+
+
+@torch.no_grad()
+def approximate_loo_losses(G, target, weights, bias, penalty):
+    """Log-loss of every row predicted by the fit on the other rows, approximated by one Newton step.
+
+    Parameters
+    ----------
+    G : Tensor of shape (n, r)
+        The features.
+    target : Tensor of shape (n,)
+        0/1 floats (one logit column) or class indices (long).
+    weights : Tensor of shape (r, K)
+    bias : Tensor of shape (K,)
+        The minimum of ``mean_i loss_i + penalty ||weights||_F^2``
+        (:func:`rffkit._logistic_newton.newton_logistic`'s objective) on all rows.
+    penalty : float
+
+    Returns
+    -------
+    Tensor of shape (n,)
+        The per-row log-loss at the approximate leave-one-out logits (module docstring).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rffkit._logistic_newton import newton_logistic
+    >>> G = torch.tensor([[1.0], [2.0], [-1.0], [-2.0], [0.5], [-0.5]], dtype=torch.float64)
+    >>> y = torch.tensor([1.0, 1.0, 0.0, 0.0, 0.0, 1.0], dtype=torch.float64)
+    >>> W, b, _, _ = newton_logistic(G, y, 0.05, weights=torch.zeros(1, 1, dtype=torch.float64),
+    ...                              bias=torch.zeros(1, dtype=torch.float64), tol=1e-12)
+    >>> losses = approximate_loo_losses(G, y, W, b, 0.05)
+    >>> losses.shape, bool((losses > 0).all())
+    (torch.Size([6]), True)
+    """
+    n, n_out = G.shape[0], weights.shape[1]
+    A = torch.cat([G, torch.ones(n, 1, dtype=G.dtype, device=G.device)], dim=1)
+    q = A.shape[1]
+    logits = A @ torch.cat([weights.to(G.dtype), bias.to(G.dtype)[None, :]])
+    if n_out == 1:
+        p = torch.sigmoid(logits[:, 0])
+        factor = _factor(_hessian(A, p[:, None], penalty, 1) * n)
+        solved = torch.linalg.solve_triangular(factor, A.T, upper=False)
+        leverage = (solved * solved).sum(dim=0)
+        curvature = p * (1.0 - p)
+        shifted = logits[:, 0] + leverage * (p - target) / (1.0 - curvature * leverage)
+        return torch.nn.functional.binary_cross_entropy_with_logits(shifted, target, reduction="none")
+    probabilities = torch.softmax(logits, dim=1)
+    H = _hessian(A, probabilities, penalty, n_out) * n
+    # the softmax ignores a common shift of the intercepts: fix the last class's at its value
+    keep = torch.arange(n_out * q - 1, device=G.device)
+    inverse = torch.zeros_like(H)
+    inverse[:-1, :-1] = torch.cholesky_inverse(_factor(H[keep][:, keep]))
+    blocks = inverse.reshape(n_out, q, n_out, q)
+    # A_i[k, l] = a_i^T inverse[k-block, l-block] a_i
+    leverage = torch.einsum("iklr,ir->ikl", torch.einsum("iq,kqlr->iklr", A, blocks), A)
+    gradient = probabilities.clone()
+    gradient[torch.arange(n, device=G.device), target] -= 1.0
+    curvature = torch.diag_embed(probabilities) - probabilities[:, :, None] * probabilities[:, None, :]
+    eye = torch.eye(n_out, dtype=G.dtype, device=G.device)
+    step = torch.linalg.solve(eye - curvature @ leverage, gradient[:, :, None])
+    shifted = logits + (leverage @ step)[:, :, 0]
+    return torch.nn.functional.cross_entropy(shifted, target, reduction="none")
