@@ -67,6 +67,7 @@ ESTIMATORS = [
         features=RandomFourierFeatures(n_components=40, length_scale=3.0), alpha_selection="loo", random_state=0
     ),
     RFFRidge(alphas=0.5, alpha_selection=None, fit_intercept=False, random_state=0),
+    RFFRidge(alpha_selection="holdout", random_state=0),
     RFFClassifier(random_state=0),
     RFFClassifier(features=RandomFourierFeatures(n_components=40, length_scale=2.0), alpha=1e-3, random_state=0),
     SRFFRegressor(**SRFF_FAST),

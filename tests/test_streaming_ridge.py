@@ -417,6 +417,16 @@ def test_partial_fit_refits_on_every_row_seen_and_keeps_its_features():
     with pytest.raises(ValueError, match="target"):
         model.partial_fit(X[:10], np.column_stack([y[:10], y[:10]]))
     assert model.n_rows_seen_ == 1500  # failed calls left the statistics as they were
+    # a later chunk's y is checked as the first chunk's is (helper-43: 1e200 had made every score NaN)
+    before = model.predict(X_test)
+    huge = y[:10].copy()
+    huge[3] = 1e200
+    with pytest.raises(ValueError, match="y holds values as large as 1e\\+200"):
+        model.partial_fit(X[:10], huge)
+    with pytest.raises(ValueError, match="y"):
+        model.partial_fit(X[:10], np.array(["a"] * 10))
+    assert model.n_rows_seen_ == 1500
+    np.testing.assert_array_equal(model.predict(X_test), before)
 
 
 def test_fit_after_partial_fit_starts_afresh():

@@ -202,9 +202,12 @@ def ridge_spectrum(Z, y, *, fit_intercept, dtype, device, form="auto"):
     if form == "auto":
         form = "primal" if D <= n else "dual"
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
-    y = np.asarray(y, dtype=np_dtype)
-    target_mean = y.mean(axis=0) if fit_intercept else np.zeros(y.shape[1], dtype=np_dtype)
-    yc = _dense_tensor(y - target_mean, dtype, device)
+    # centred in float64: a float32 fit of a target far from zero (prices, years) would
+    # otherwise round the target before its mean is removed
+    y = np.asarray(y, dtype=np.float64)
+    target_mean = y.mean(axis=0) if fit_intercept else np.zeros(y.shape[1])
+    centred = (y - target_mean).astype(np_dtype, copy=False)
+    yc = _dense_tensor(centred, dtype, device)
     sparse = sp.issparse(Z)
     if sparse:
         Z = sp.csr_matrix(Z, dtype=np_dtype)
@@ -224,7 +227,7 @@ def ridge_spectrum(Z, y, *, fit_intercept, dtype, device, form="auto"):
             mean64 = feature_mean.astype(np.float64)
             gram -= n * np.outer(mean64, mean64)
             gram = torch.as_tensor(gram, dtype=dtype, device=device)
-            zty = Z.T @ (y - target_mean) - np.outer(feature_mean, (y - target_mean).sum(axis=0))
+            zty = Z.T @ centred - np.outer(feature_mean, centred.sum(axis=0))
             zty = _dense_tensor(zty, dtype, device)
         else:
             gram = Zt.T @ Zt
@@ -355,11 +358,11 @@ def loo_path(spectrum, alphas, Z, y, groups=None):
     n = spectrum.n_samples
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
     if groups is None:
-        index, targets, counts = np.arange(n), np.asarray(y, dtype=np_dtype), None
+        index, targets, counts = np.arange(n), np.asarray(y, dtype=np.float64), None
     else:
-        index, targets = groups.first, groups.target_means.astype(np_dtype)
+        index, targets = groups.first, np.asarray(groups.target_means, dtype=np.float64)
         counts = torch.as_tensor(groups.counts, dtype=dtype, device=device)
-    yc = targets - spectrum.target_mean
+    yc = (targets - spectrum.target_mean).astype(np_dtype, copy=False)  # centred in float64, as in ridge_spectrum
     total = torch.zeros(terms[0].shape[0], T, dtype=torch.float64, device=device)
     if groups is not None:
         total += torch.as_tensor(groups.within, dtype=torch.float64, device=device)[None, :]
@@ -406,10 +409,10 @@ def loo_sums(spectrum, alphas, Z, y):
     V = spectrum.eigenvectors
     dtype, device = V.dtype, V.device
     Z = Z.to(device=device, dtype=dtype) if isinstance(Z, torch.Tensor) else _dense_tensor(Z, dtype, device)
-    y = y.to(device=device, dtype=dtype) if isinstance(y, torch.Tensor) else _dense_tensor(y, dtype, device)
+    y = y.to(device=device, dtype=torch.float64) if isinstance(y, torch.Tensor) else _dense_tensor(y, torch.float64, device)
     y = y.reshape(Z.shape[0], -1)
     Zc = Z - torch.as_tensor(spectrum.feature_mean, dtype=dtype, device=device)
-    yc = y - torch.as_tensor(spectrum.target_mean, dtype=dtype, device=device)
+    yc = (y - torch.as_tensor(spectrum.target_mean, dtype=torch.float64, device=device)).to(dtype)
     return _loo_block(spectrum, _loo_terms(spectrum, alphas), Zc @ V, yc)
 
 

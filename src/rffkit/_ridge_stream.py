@@ -39,7 +39,8 @@ from ._sufficient import (
     streamed_moments,
 )
 from ._source_checks import prediction_chunks, record_source_columns
-from ._validation import check_input, resolve_device, seed_from_random_state, warn_if_few_rows
+from ._input_messages import regression_target
+from ._validation import check_input, check_magnitude, resolve_device, seed_from_random_state, warn_if_few_rows
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
 from .io import ArraySource, TableSource
@@ -87,9 +88,10 @@ def _training_source(estimator, X, y):
         if y is None:
             raise ValueError(f"{owner}.fit: a numpy.memmap X needs y (an array or another memmap).")
         source = ArraySource(X, y)
-    else:  # arrays with alpha_selection='holdout': validated as a fit on arrays would be
+    else:  # arrays with alpha_selection='holdout': validated as a fit on arrays would be (sparse X densified,
+        # as the default feature map's fit in memory does; the chunks are read from the dense copy)
         X, y = check_input(estimator, X, y, dtype=[np.float64, np.float32], y_numeric=True,
-                           multi_output=True, ensure_min_samples=2)
+                           multi_output=True, ensure_min_samples=2, densify=True)
         source, validated = ArraySource(X, y), True
     if source.target is None:
         raise ValueError(f"{owner}.fit: the source has no target; open it with "
@@ -211,10 +213,11 @@ def partial_fit(estimator, X, y):
     if first:
         X, y = check_input(estimator, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                            y_numeric=True, multi_output=True)
-    else:  # X against the first call's width and names; y on its own
+    else:  # X against the first call's width and names; y on its own, by the first call's rules
         X = check_input(estimator, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        y = check_array(regression_target(owner, y), ensure_2d=False, dtype=np.float64, input_name="y")
         check_consistent_length(X, y)
+        check_magnitude(owner, "y", y, X.dtype)
     n_targets = 1 if y.ndim == 1 else y.shape[1]
     alphas = estimator._check_alphas()
     holdout = estimator.alpha_selection == "holdout"

@@ -120,7 +120,25 @@ def fit_warning(message, category=UserWarning):
         pending.append((message, category))
 
 
-def _check_magnitude(owner, name, values, computed_in=None):
+def warn_if_float32_offset(owner, y, X_dtype):
+    """Warn when predictions in float32 (those of float32 inputs) cannot resolve ``y`` around its mean.
+
+    The fit centres ``y`` in float64, but predictions come back in the dtype of ``X``,
+    whose rounding at ``|mean|`` is ``2^-24 |mean|``: past 1% of ``y``'s spread they lose
+    a visible part of the signal (a mean of 1e8 and a spread of 1 round to steps of 8).
+    """
+    if np.dtype(X_dtype) != np.float32:
+        return
+    y = np.asarray(y, dtype=np.float64)
+    mean, spread = np.abs(np.mean(y, axis=0)).max(), np.std(y, axis=0).min()
+    if np.isfinite(mean) and mean * np.finfo(np.float32).eps / 2 > 0.01 * spread:
+        fit_warning(
+            f"{owner}: y's mean ({mean:.3g}) is {mean / max(spread, 1e-300):.3g} times its spread; predictions come "
+            "back in float32, the dtype of X, whose rounding at that size is over 1% of the spread. Pass X as "
+            "float64, or subtract a constant from y before the fit.", RuntimeWarning)
+
+
+def check_magnitude(owner, name, values, computed_in=None):
     """Refuse values whose squares would overflow the dtype they are computed in."""
     data = values.data if hasattr(values, "tocsr") else values
     data = np.asarray(data)
@@ -255,10 +273,10 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
     if densify and sp.issparse(X_checked):
         X_checked = X_checked.toarray(order="C")  # a CSC matrix's natural order is Fortran's
         validated = (X_checked, y_checked) if supervised else X_checked
-    _check_magnitude(owner, "X", X_checked)
+    check_magnitude(owner, "X", X_checked)
     if supervised:
         if is_regressor(estimator):
-            _check_magnitude(owner, "y", np.asarray(y_checked, dtype=np.float64), X_checked.dtype)
+            check_magnitude(owner, "y", np.asarray(y_checked, dtype=np.float64), X_checked.dtype)
         _warn_if_small(owner, is_classifier(estimator), y_checked, X_checked.shape[0])
     return validated
 

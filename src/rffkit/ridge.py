@@ -25,7 +25,14 @@ from ._default_map import DEFAULT_N_COMPONENTS, FEATURE_MAP_PARAMETERS, DefaultF
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._scoring import StreamedScore
-from ._validation import SMALLEST_PENALTY, check_input, resolve_device, takes_sparse, torch_dtype_for
+from ._validation import (
+    SMALLEST_PENALTY,
+    check_input,
+    resolve_device,
+    takes_sparse,
+    torch_dtype_for,
+    warn_if_float32_offset,
+)
 from .distributed import local
 from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
@@ -392,7 +399,9 @@ class RFFRidge(DefaultFeatureMap, StreamedScore, RegressorMixin, BaseEstimator):
         np_dtype = np.float32 if X.dtype == np.float32 else np.float64
         if not sp.issparse(Z):
             Z = np.asarray(Z, dtype=np_dtype)
-        y2d = np.asarray(y, dtype=np_dtype).reshape(y.shape[0], -1)
+        y2d = np.asarray(y, dtype=np.float64).reshape(y.shape[0], -1)  # centred in float64 by the spectrum
+        if self.fit_intercept:
+            warn_if_float32_offset(type(self).__name__, y2d, np_dtype)
 
         spectrum = ridge_spectrum(Z, y2d, fit_intercept=self.fit_intercept, dtype=dtype, device=device)
         if self.alpha_selection is None:

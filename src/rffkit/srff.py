@@ -33,6 +33,7 @@ from ._validation import (
     standardisation,
     to_numpy,
     torch_dtype_for,
+    warn_if_float32_offset,
 )
 
 __all__ = ["SRFFRegressor", "median_neighbour_distance"]
@@ -326,10 +327,14 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         # a constant column takes no part: on the simplex its gamma would hold mass that moves nothing
         active = ~constant if not constant.all() else np.ones(n_features, dtype=bool)
         standardised = ((X[:, active] - mean[active]) / scale[active]).astype(X.dtype, copy=False)
-        # the fit runs on y in units of its spread, so that its steps and tolerances do not depend on y's units
-        y_scale = float(np.std(y) if self.fit_intercept else np.sqrt(np.mean(np.square(y, dtype=np.float64))))
+        # the fit runs on y centred (in float64, before any cast to float32) and in units of its
+        # spread, so that its steps and tolerances do not depend on y's units or offset
+        y_offset = float(np.mean(y, dtype=np.float64)) if self.fit_intercept else 0.0
+        y_scale = float(np.std(y, dtype=np.float64) if self.fit_intercept else
+                        np.sqrt(np.mean(np.square(y, dtype=np.float64))))
         y_scale = y_scale if np.isfinite(y_scale) and y_scale > 0 else 1.0
-        target = (y / y_scale).astype(X.dtype, copy=False)
+        target = ((np.asarray(y, dtype=np.float64) - y_offset) / y_scale).astype(X.dtype, copy=False)
+        warn_if_float32_offset(name, y, X.dtype)
 
         rng = np.random.default_rng(seed_from_random_state(self.random_state))
         order = rng.permutation(n_samples)
@@ -385,7 +390,7 @@ class SRFFRegressor(CPUPicklingMixin, RegressorMixin, BaseEstimator):
         top = self.gamma_.max()
         self.feature_importances_ = self.gamma_ / top if top > 0 else np.zeros_like(self.gamma_)
         self.coef_ = to_numpy(solution.coef).astype(np.float64) * y_scale
-        self.intercept_ = float(solution.intercept) * y_scale
+        self.intercept_ = float(solution.intercept) * y_scale + y_offset
         self.n_iter_ = int(solution.n_iter)
         return self
 
