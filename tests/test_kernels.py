@@ -174,3 +174,14 @@ def test_kernel_matrix_keeps_difference_blocks_under_budget():
     # 8e6 float64 differences (64 MB) at most per block instead of 2500 * 3000 * 2 = 1.5e7.
     assert max(sizes) <= 8_000_000 and len(sizes) == 2
     np.testing.assert_allclose(K[:3, :3], laplacian_kernel(X[:3], X[:3], gamma=1.0), rtol=1e-12)
+
+
+def test_kernel_matrix_refuses_one_dimensional_points():
+    """A 1-D array is ambiguous (n points of one feature, or one point of n): refused as scikit-learn's
+    kernels refuse it; it had been read as one point (helper-41)."""
+    with pytest.raises(ValueError, match=r"X must be 2-D.*X.reshape\(-1, 1\)"):
+        kernel_matrix("gaussian", np.arange(4.0))
+    with pytest.raises(ValueError, match="Y must be 2-D"):
+        kernel_matrix("gaussian", np.zeros((2, 4)), np.arange(4.0))
+    with pytest.raises(ValueError, match="X has 4 features and Y 3"):
+        kernel_matrix("gaussian", np.zeros((2, 4)), np.zeros((2, 3)))

@@ -188,9 +188,10 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         - ``'qmc'``: scrambled Sobol' points (Halton when the number of frequencies
           is not a power of two) pushed through the inverse CDF of ``p`` (per
           dimension, or direction and radius for isotropic densities) and of ``b``.
-        - ``'leverage'``: a pool of ``4 D`` draws is re-sampled in ``fit`` with
+        - ``'leverage'``: a pool of ``P`` draws, four per frequency (``4 D`` for
+          ``'cos'``, ``2 D`` for ``'cos_sin'``), is re-sampled in ``fit`` with
           probabilities ``q_j`` proportional to the ridge leverage scores on ``X``
-          (at most 1000 rows) and re-weighted by ``1 / sqrt(4 D q_j)``
+          (at most 1000 rows) and re-weighted by ``1 / sqrt(P q_j)``
           (Avron et al., 2017; Yu, 2023).
     variant : {'cos', 'cos_sin'}, default='cos'
         ``'cos'``: ``sqrt(2 / D) cos(omega^T x + b)``. ``'cos_sin'``: the ``D / 2``

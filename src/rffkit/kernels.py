@@ -443,6 +443,17 @@ def check_length_scale(length_scale, n_features, *, owner):
     return scale
 
 
+def _points(X, name):
+    """``X`` as a float64 array of shape (n, d); a 1-D array is refused, as scikit-learn's kernels refuse it
+    (it is ambiguous: n points of one feature, or one point of n)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        hint = f" For points of one feature pass {name}.reshape(-1, 1); for one point, {name}.reshape(1, -1)."
+        raise ValueError(f"kernel_matrix: {name} must be 2-D, (n_points, n_features); got shape {X.shape}."
+                         + (hint if X.ndim == 1 else ""))
+    return X
+
+
 def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
     """Exact Gram matrix ``K[i, j] = k((X[i] - Y[j]) / length_scale)``.
 
@@ -481,8 +492,10 @@ def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
            [0.368, 1.   ]])
     """
     kernel = get_kernel(kernel)
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    Y = X if Y is None else np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    X = _points(X, "X")
+    Y = X if Y is None else _points(Y, "Y")
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(f"kernel_matrix: X has {X.shape[1]} features and Y {Y.shape[1]}; they must match.")
     scale = check_length_scale(length_scale, X.shape[1], owner="kernel_matrix")
     Xs, Ys = X / scale, Y / scale
     if chunk_size is None:

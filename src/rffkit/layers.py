@@ -33,9 +33,13 @@ class ARDRandomFourierFeatures(nn.Module):
     """``z(lambda o x) = sqrt(2 / D) cos((lambda o x) W + b)`` with learnable ``lambda``.
 
     With ``variant='cos_sin'`` the map is ``sqrt(2 / D) [cos((lambda o x) W),
-    sin((lambda o x) W)]`` on ``ceil(D / 2)`` frequencies (the last sine dropped when
-    ``D`` is odd): the same kernel estimate without the random phases, and every
-    frequency in both phases, with less variance at the same ``D`` (see Notes).
+    sin((lambda o x) W)]`` on ``ceil(D / 2)`` frequencies: for even ``D`` the same
+    kernel estimate without the random phases, every frequency in both phases, with
+    less variance at the same ``D`` for the Gaussian and Laplacian kernels (see
+    Notes). For odd ``D`` the last frequency's sine is dropped, and its cosine, without
+    a phase, adds ``k(lambda o (x + y)) / D`` to the estimate on average: a bias of at
+    most ``1 / D``, well below the Monte-Carlo error ``O(1 / sqrt(D))``, that an even
+    ``D`` avoids.
 
     Parameters
     ----------
@@ -82,9 +86,12 @@ class ARDRandomFourierFeatures(nn.Module):
     -----
     ``z(x)^T z(y)`` averages ``cos(w^T delta)`` over the frequencies with
     ``delta = lambda o (x - y)``; with random phases each term adds
-    ``cos(w^T (lambda o (x + y)) + 2 b)``, zero on average but not in a given draw, so
-    ``'cos_sin'`` estimates the kernel with less variance at the same ``D``
-    (benchmarks/results/kernel_approximation.md compares the two variants).
+    ``cos(w^T (lambda o (x + y)) + 2 b)``, zero on average but not in a given draw.
+    Against that, ``'cos_sin'`` spends two columns per frequency, so it averages half as
+    many: it has the smaller variance at the same ``D`` where the kernel decays, as the
+    Gaussian and Laplacian do, and not always otherwise (Sutherland & Schneider, 2015,
+    who derive both variances; benchmarks/results/kernel_approximation.md compares the
+    two variants).
 
     References
     ----------
@@ -93,6 +100,9 @@ class ARDRandomFourierFeatures(nn.Module):
 
     A. Rahimi and B. Recht (2007), "Random features for large-scale kernel machines",
     NeurIPS 2007.
+
+    D. J. Sutherland and J. Schneider (2015), "On the error of random Fourier features",
+    UAI 2015.
 
     Examples
     --------
