@@ -288,6 +288,8 @@ def test_classifier_multiclass_labels_and_probabilities():
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert np.argmax(model.feature_importances_) == 1
+    # scikit-learn's classifier method (helper-43): the log-softmax of the same logits
+    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba), rtol=0, atol=1e-10)
 
 
 def test_classifier_binary_decision_function():

@@ -12,7 +12,7 @@ from sklearn.linear_model import Ridge
 from sklearn.preprocessing import SplineTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
-from rffkit import RandomBinningFeatures, RandomFourierFeatures, RFFRidge
+from rffkit import RandomBinningFeatures, RandomFourierFeatures, RFFClassifier, RFFRidge
 from rffkit._ridge_path import gcv_path, loo_path, ridge_spectrum, row_groups
 
 ALPHAS = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
@@ -447,3 +447,22 @@ def test_the_searched_layers_gram_serves_its_linear_term_once():
     assert with_memo.alpha == without.alpha and with_memo.score == pytest.approx(without.score, rel=1e-10)
     torch.testing.assert_close(with_memo.coef, without.coef, rtol=1e-8, atol=1e-10)
     assert memo.share(linear).known is None  # handed out once
+
+
+@pytest.mark.parametrize("make", [lambda: RFFRidge(random_state=0), lambda: RFFClassifier(random_state=0)],
+                         ids=["ridge", "classifier"])
+def test_one_outlier_that_sets_the_default_length_scale_is_named(make):
+    """One value of 1e4 among 200 standard-normal rows sets the default map's pooled length scale (1.41 -> 500)
+    and the model predicts the mean (helper-43: R^2 0.91 -> 0.00): the fit names the column. Standardised
+    inputs, and one-hot columns beside them (max / median column variance 30-42 on bench_real's ames
+    and tv16 pipelines), fit without a word."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2
+    target = y if isinstance(make(), RFFRidge) else (y > np.median(y)).astype(int)
+    outlier = X.copy()
+    outlier[0, 2] = 1e4
+    with pytest.warns(UserWarning, match="column 2 has a variance .* times the median column's"):
+        make().fit(outlier, target)
+    levels = np.eye(20)[rng.integers(0, 20, 200)]  # rare one-hot levels: variances about 0.05
+    make().fit(np.column_stack([X, levels, np.zeros(200)]), target)

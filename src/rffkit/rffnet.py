@@ -297,10 +297,32 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         return self._proba_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
 
     def _proba_rows(self, X):
+        return np.exp(self._log_proba_rows(X))
+
+    @within_limits
+    def predict_log_proba(self, X):
+        """Logarithms of the class probabilities, the log-softmax of the logits (finite where
+        :meth:`predict_proba` rounds to 0).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), TableSource, ArraySource or numpy.memmap
+            A source or a memory map is read chunk by chunk, every row whatever the rank.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        if is_stream(X):
+            return per_chunk(self, X, self._log_proba_rows)
+        return self._log_proba_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
+
+    def _log_proba_rows(self, X):
         logits = self._forward(X)
         logits -= logits.max(axis=1, keepdims=True)
-        proba = np.exp(logits)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
 
     @within_limits
     def predict(self, X):

@@ -28,6 +28,7 @@ from ._scoring import StreamedScore
 from ._validation import (
     SMALLEST_PENALTY,
     check_input,
+    fit_warning,
     resolve_device,
     takes_sparse,
     torch_dtype_for,
@@ -117,9 +118,40 @@ def fitted_features(estimator, X, y=None):
     Z : ndarray or sparse matrix of shape (n_samples, n_components)
         The features of ``X``.
     """
+    if estimator.features is None:
+        _warn_if_scales_differ(estimator, X)
     features = _feature_map(estimator, lambda: default_features(X, estimator.random_state))
     Z = features.fit_transform(X, y) if y is not None else features.fit_transform(X)
     return features, Z
+
+
+#: Ratio of the largest column variance to the median one past which the default map's single
+#: length scale, which follows the pooled variance, is too wide for most columns.
+_SCALE_RATIO = 1e3
+
+
+def _warn_if_scales_differ(estimator, X):
+    """Warn when one length scale for all columns (the default map's) cannot suit them: a column whose
+    variance is over :data:`_SCALE_RATIO` times the median column's (unscaled units, or one outlier)
+    sets the length scale, and the kernel is then nearly flat along the other columns."""
+    if sp.issparse(X):
+        X = sp.csc_matrix(X)
+        variances = np.asarray(X.multiply(X).mean(axis=0)).ravel() - np.square(np.asarray(X.mean(axis=0)).ravel())
+    else:
+        variances = np.var(X, axis=0, dtype=np.float64)
+    varying = variances[variances > 0]  # constant columns take no part in the kernel
+    if varying.shape[0] < 2 or not varying.max() > _SCALE_RATIO * np.median(varying):
+        return
+    largest = int(np.argmax(variances))
+    names = getattr(estimator, "feature_names_in_", None)
+    column = f"column {names[largest]!r}" if names is not None else f"column {largest}"
+    ratio = f"{variances[largest] / np.median(varying):.3g} times"
+    fit_warning(
+        f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by their "
+        f"pooled variance, and {column} has a variance {ratio} the median column's (unscaled units, or an outlier): "
+        "the kernel is then nearly flat along the other columns. Standardise the inputs "
+        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass features=RandomFourierFeatures(length_scale=[...]) "
+        "with one length scale per column.", UserWarning)
 
 
 def _is_stream(X):
