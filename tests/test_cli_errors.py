@@ -316,6 +316,26 @@ def test_predict_and_score_advise_what_they_can_do(folder, capsys):
         assert "in Python" not in err and "fit an encoding" not in err
 
 
+def test_a_code_the_training_rows_never_held_is_advised_as_a_category(folder, capsys):
+    """Cars93's Cylinders (3 to 8, or 'rotary'): a training split without the rotary car reads the column as
+    numbers, and new data with 'rotary' had drawn advice about placeholders only (helper-42); predict and score
+    name --categorical too."""
+    rng = np.random.default_rng(0)
+    cylinders = rng.choice([4, 6, 8], size=80)
+    y = cylinders + rng.normal(size=80)
+    pa_csv.write_csv(pa.table({"cylinders": cylinders, "y": y}), folder / "cars.csv")
+    assert cli.main(["fit", str(folder / "cars.csv"), "--target", "y", "--model", "ridge", "--set",
+                     "features__n_components=20", "--output", str(folder / "cars.rffkit")]) == 0
+    pa_csv.write_csv(pa.table({"cylinders": ["rotary"] * 3, "y": [1.0] * 3}), folder / "rotary.csv")
+    pa_csv.write_csv(pa.table({"cylinders": ["4"] * 30 + ["rotary"], "y": [1.0] * 31}), folder / "mixed.csv")
+    for data in ("rotary", "mixed"):
+        for command in (("predict", "{d}/cars.rffkit", f"{{d}}/{data}.csv", "--output", "{d}/p.csv"),
+                        ("score", "{d}/cars.rffkit", f"{{d}}/{data}.csv")):
+            err = _fails(capsys, folder, *command)
+            assert "refit the model naming it (rffkit fit ... --categorical COL)" in err
+            assert "in Python" not in err and "fit an encoding" not in err
+
+
 def test_a_column_of_too_many_categories_is_refused_with_what_fit_can_do(folder, capsys):
     """A text column of more than 1,000 values (flights' tailnum) advised raising max_categories, which rffkit fit has
     no option for; it names --exclude with the column. Python's message still names the parameter."""

@@ -330,6 +330,15 @@ def test_a_text_column_with_a_value_per_row_is_named_as_an_identifier(table, tmp
     assert len(source.encoding.categories["name"]) == N_ROWS  # a warning: the user may mean it
     few = pa.array([f"ward {k % 20}" for k in range(N_ROWS)])  # 20 levels, any number of rows: no warning
     open_table(_write(table.append_column("ward", few), tmp_path, "wards"), target="y")
+    # on a small table, a name on every row (R's row names of mtcars: helper-42 found them first in the relevances)
+    small = table.slice(0, 12)
+    cars = small.append_column("car", pa.array([f"car {k}" for k in range(12)]))
+    with pytest.warns(UserWarning, match=r"column 'car' has 12 distinct values in 12 rows: an identifier\?"):
+        open_table(_write(cars, tmp_path, "cars"), target="y")
+    shared = small.append_column("make", pa.array([f"make {k % 6}" for k in range(12)]))  # 6 makes of 12 cars
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        open_table(_write(shared, tmp_path, "makes"), target="y")
 
 
 def test_new_data_whose_numbers_a_placeholder_made_text_is_named(table, tmp_path):

@@ -360,7 +360,7 @@ def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
         assert caught[0].filename == __file__  # the user's call, however deep inside rffkit it is found
     # missing='error' agrees with missing='encode' past the first chunk: a count that starts again is no row label,
     # and row groups smaller than a chunk are looked at together
-    runs = complete.drop(columns=["colour", "flag"]).assign(step=np.arange(len(complete)) % 60)
+    runs = complete.drop(columns=["colour", "flag", "rownames"]).assign(step=np.arange(len(complete)) % 60)
     runs.to_csv(tmp_path / "runs.csv", index=False)
     pq.write_table(pa.Table.from_pandas(runs.assign(step=np.arange(len(runs))), preserve_index=False),
                    tmp_path / "groups.parquet", row_group_size=10)
@@ -377,6 +377,20 @@ def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         open_table(tmp_path / "r.csv", target="y", missing="encode", exclude=["rownames"])
-        frame["rownames"] = frame["rownames"].sample(frac=1.0, random_state=0).to_numpy()  # a shuffled label
-        frame.to_csv(tmp_path / "shuffled.csv", index=False)
-        open_table(tmp_path / "shuffled.csv", target="y", missing="encode")
+    # under a row label's name, a different whole number on every row is a label too: R's row names after
+    # rows were dropped, a shuffled split's (helper-42: 'rownames' of R tables sorted by the class took 0.95
+    # of the relevance and accuracy 1.000); the same numbers under another name are data
+    kept = complete.iloc[::2].copy()  # row names with gaps, rising
+    shuffled = complete.sample(frac=1.0, random_state=0)
+    for label, table in (("rownames", kept), ("Unnamed: 0", shuffled), ("id", shuffled)):
+        table.rename(columns={"rownames": label}).to_csv(tmp_path / "labels.csv", index=False)
+        for missing in ("error", "encode"):
+            with pytest.warns(UserWarning, match=rf"column '{label}' holds a different whole number on each of its"):
+                open_table(tmp_path / "labels.csv", target="y", missing=missing, chunk_rows=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shuffled.rename(columns={"rownames": "count"}).to_csv(tmp_path / "count.csv", index=False)
+        open_table(tmp_path / "count.csv", target="y", missing="encode")
+        repeated = shuffled.assign(rownames=np.arange(len(shuffled)) // 2)  # a label repeats: no row label
+        repeated.to_csv(tmp_path / "repeated.csv", index=False)
+        open_table(tmp_path / "repeated.csv", target="y", missing="encode", chunk_rows=50)

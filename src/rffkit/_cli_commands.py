@@ -24,7 +24,7 @@ from ._cli_support import (
     summarise_target, takes_sources, unscaled_inputs,
 )
 from ._encoding import warn_unknown_categories
-from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, TooManyCategoriesError, listing
+from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, PLACEHOLDER_IN_FILE, TooManyCategoriesError, listing
 from ._source_scaling import fit_scaler
 from ._streaming import validation_mask
 from ._validation import final_estimator
@@ -305,8 +305,15 @@ def _many_categories():
 #: ``rffkit predict`` and ``score`` say instead: the model's columns and encoding are fixed.
 _REFIT_WITHOUT = "the model needs the column: correct it in the data, or refit the model without it (rffkit fit ... " \
     "--exclude COL)"
+#: A text column the model read as numbers: the values may be codes (helper-42: Cars93's Cylinders, 3 to 8 or
+#: 'rotary', read as numbers from a training split without the rotary car).
+_REFIT_AS_CATEGORIES = ("the model read the column as numbers: correct it in the data; if its values are categories "
+                        "(codes), refit the model naming it (rffkit fit ... --categorical COL); or refit the model "
+                        "without it (rffkit fit ... --exclude COL)")
 _NEW_DATA_ADVICE = (
-    (f"fit an encoding that covers it, or {LEAVE_OUT}", _REFIT_WITHOUT),
+    (f"fit an encoding that covers it, or {LEAVE_OUT}", _REFIT_AS_CATEGORIES),
+    (PLACEHOLDER_IN_FILE, PLACEHOLDER_IN_FILE + "; if the column's values are categories (codes), refit the model "
+     "naming it (rffkit fit ... --categorical COL)"),
     (LEAVE_OUT, _REFIT_WITHOUT),
     (DROP_OR_ENCODE, "the model was fitted with --missing error, so it has no encoding for missing values: fill them "
      "in or drop their rows, or refit the model with rffkit fit ... --missing encode (the default)"),

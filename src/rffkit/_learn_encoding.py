@@ -20,6 +20,9 @@ __all__ = ["learn_encoding"]
 
 #: A text column with more distinct values than this share of the rows is taken for an identifier.
 IDENTIFIER_SHARE = 0.5
+#: On fewer rows than ``NUMBERS_IN_TEXT_MIN``, a text column with a different value on each of at least
+#: this many rows is taken for an identifier.
+IDENTIFIER_MIN_ROWS = 8
 
 
 def learn_encoding(batches, categorical, numeric, max_categories, missing="error", learn_rows=None, dates=None,
@@ -45,7 +48,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
       ``decimal`` advises on numbers written with a decimal comma, as the file's format allows);
       a column with a distinct
       value on more than ``IDENTIFIER_SHARE`` of the rows (and more than
-      ``NUMBERS_IN_TEXT_MIN``) draws a warning, as an identifier.
+      ``NUMBERS_IN_TEXT_MIN`` values, or a different one on each of at least
+      ``IDENTIFIER_MIN_ROWS`` rows) draws a warning, as an identifier.
     * With ``missing='encode'``, the mean of each numeric column over its values (its fill
       value; 0 for a column with none) and which of them have a missing value (null or
       NaN; they get an indicator). A numeric column that holds the row numbers draws a
@@ -112,7 +116,9 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     if too_many:
         raise too_many_categories(too_many[0])
     for column, values in seen.items():
-        if len(values) > NUMBERS_IN_TEXT_MIN and len(values) > IDENTIFIER_SHARE * n_rows:
+        # on a small table a name in every row (R's row names: car, canton, player) is one too
+        unique = len(values) == n_rows >= IDENTIFIER_MIN_ROWS
+        if (len(values) > NUMBERS_IN_TEXT_MIN or unique) and len(values) > IDENTIFIER_SHARE * n_rows:
             warn_user(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
                       f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.")
 
