@@ -304,7 +304,8 @@ def test_stream_auto_reads_into_memory_what_fits_and_streams_the_rest(table_csv,
 
 
 def test_stream_choices_that_cannot_be_kept_are_refused(table_csv, capsys):
-    assert cli.main(["fit", str(table_csv), "--target", "y", "--model", "srff", "--stream", "always"]) == 2
+    assert cli.main(["fit", str(table_csv), "--target", "y", "--exclude", "id", "--model", "srff", "--stream",
+                     "always"]) == 2
     err = capsys.readouterr().err
     assert "--stream always: SRFFRegressor does not fit from a data source" in err
     with pytest.raises(cli.CommandLineError, match="--stream never reads the table into one process"):
@@ -314,7 +315,7 @@ def test_stream_choices_that_cannot_be_kept_are_refused(table_csv, capsys):
 
 
 def test_row_split_partitions_rows_over_ranks(table_csv):
-    source = open_table(str(table_csv), target="y", chunk_rows=64)
+    source = open_table(str(table_csv), target="y", chunk_rows=64, exclude=["id"])
     train, test = RowSplit(source, 0.3, 5), RowSplit(source, 0.3, 5, held_out=True)
     assert train.n_rows + test.n_rows == N_ROWS
     per_rank = [np.concatenate([c.rows for c in train.iter_chunks(rank=r, world_size=2)]) for r in (0, 1)]
@@ -632,7 +633,8 @@ def test_score_rates_a_saved_model_on_labelled_files(table_csv, tmp_path, capsys
     assert re.search(rf"score on {N_ROWS - 1} rows of test.csv: R\^2 \S+, RMSE \S+\nleft out: 1 row whose target "
                      r"is missing\nheld-out score at fit, on \d+ rows: R\^2", out)
     # a classifier: accuracy and log-loss, as scikit-learn computes them from the probabilities
-    _run(capsys, "fit", table_csv, "--target", "colour", "--model", "ridge", "--output", tmp_path / "c.rffkit")
+    _run(capsys, "fit", table_csv, "--target", "colour", "--exclude", "id", "--model", "ridge", "--output",
+         tmp_path / "c.rffkit")
     pa_csv.write_csv(pa.table(_columns(seed=1)), tmp_path / "test.csv")
     result = json.loads(_run(capsys, "score", tmp_path / "c.rffkit", tmp_path / "test.csv", "--json"))
     _run(capsys, "predict", tmp_path / "c.rffkit", tmp_path / "test.csv", "--proba", "--output", tmp_path / "p.csv")
@@ -679,7 +681,8 @@ def test_predict_copies_identifiers_as_written(tmp_path, capsys):
 
 def test_score_names_the_labels_a_classifier_was_not_fitted_on(table_csv, tmp_path, capsys):
     """A log-loss that labels outside the model's classes leave undefined is explained in score's terms."""
-    _run(capsys, "fit", table_csv, "--target", "colour", "--model", "ridge", "--output", tmp_path / "c.rffkit")
+    _run(capsys, "fit", table_csv, "--target", "colour", "--exclude", "id", "--model", "ridge", "--output",
+         tmp_path / "c.rffkit")
     test = _columns(seed=1)
     test["colour"] = np.where(test["colour"] == "red", "violet", test["colour"])
     pa_csv.write_csv(pa.table(test), tmp_path / "test.csv")

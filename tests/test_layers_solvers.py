@@ -621,3 +621,36 @@ def test_input_range_clamps_the_trigonometric_columns_only(variant):
     torch.testing.assert_close(features[0], plain[0])  # a row inside the range
     assert not torch.allclose(features[1:, :10], plain[1:, :10])
     assert layer.set_input_range(None, None).input_range is None
+
+
+def test_refine_layer_skips_the_moves_where_the_linear_model_wins():
+    """A linear target and a kernel too wiggly for it: after the linear-term move the linear-only model
+    validates better by over a standard error, so the moves that reshape the kernel are not tried (ISLR's
+    Default, 7,500 rows: 34.6 -> 15.1 CPU s, the same linear-only model). A plateau, where no model yet
+    explains the target, still rescales."""
+    import rffkit._refine as refine
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 4))
+    y = X[:, 0] + 0.5 * rng.normal(size=2000)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    layer = ARDRandomFourierFeatures.from_kernel(4, 500, relevance=[1.0, 1.0, 1.0, 1.0], random_state=0,
+                                                 dtype=torch.float64)
+    X_train, y_train, X_val, y_val = as_t(X[:1000]), as_t(y[:1000, None]), as_t(X[1000:]), as_t(y[1000:, None])
+    with torch.no_grad():
+        head = fit_ridge_head(layer(X_train), y_train, layer(X_val), y_val, "auto")
+    tried = []
+    original = refine._rescaled_layers
+    refine._rescaled_layers = lambda *args: tried.append(args) or original(*args)
+    try:
+        kept, _ = refine_layer(layer, X_train, y_train, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
+                               generator=torch.Generator().manual_seed(0), linear_term=True)
+        assert not tried and torch.equal(kept.relevances, layer.relevances)
+        plateau, X_train, y_train, X_val, y_val = _plateau_problem(3.0)
+        with torch.no_grad():
+            head = fit_ridge_head(plateau(X_train), y_train, plateau(X_val), y_val, "auto")
+        kept, _ = refine_layer(plateau, X_train, y_train, X_val, y_val, head, search_alpha=1e-4, head_alpha="auto",
+                               generator=torch.Generator().manual_seed(0), linear_term=True)
+        assert tried and kept.relevances[0] > 0.2  # rescaled off the plateau, as without the linear term
+    finally:
+        refine._rescaled_layers = original

@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from ._dense import cos, matmul, sin
-from ._heads import RidgeHeads, paired_gain
+from ._heads import RidgeHeads, linear_inputs, paired_gain
 from ._ridge import fit_ridge_head
 from ._search import screening_n_components
 from ._settings import DEFAULT_SETTINGS
@@ -220,6 +220,22 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
     return head, accepted, loss
 
 
+def _linear_is_better(layer, heads, loss, z):
+    """Whether the linear-only model on ``layer``'s inputs validates better than the model whose
+    per-sample validation losses are ``loss`` by more than ``z`` standard errors (False without a
+    validation split, or with ``z`` None)."""
+    if z is None or loss is None:
+        return False
+    linear_layer = layer if layer.has_linear else layer.replace(linear=True)
+    if len(linear_inputs(linear_layer)[0]) == 0:  # every relevance is zero: no linear model to compare
+        return False
+    linear_loss = heads.validation_losses(heads.fit_linear(linear_layer), linear_layer)
+    gain, threshold, n_rows = paired_gain(loss, linear_loss, z)
+    logger.debug("linear-only model: validation loss gain %.4g over the model (threshold %.4g, %d rows)%s",
+                 gain, threshold, n_rows, ": the other moves are skipped" if gain > threshold else "")
+    return gain > threshold
+
+
 def _prune(layer, heads, head, loss, settings, screen=None, baseline=None):
     """The pruning move: ``(layer, head)`` of the best confirmed pruning, or the given ones.
 
@@ -317,6 +333,8 @@ def refine_layer(
         new_head, accepted, new_loss = _confirm(candidate, heads, head, loss, settings, z=0.0)
         if accepted:
             layer, head, loss = candidate, new_head, new_loss
+    if linear_term and _linear_is_better(layer, heads, loss, settings.skip_moves_z):
+        return layer, head
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
     layer_score = best_score if math.isfinite(best_score) else None  # the screening score of `layer`
     logger.debug("refinement of %s: screening score %.5g", _Numbers(layer.relevances), best_score)

@@ -151,6 +151,11 @@ class RFFNetSettings:
     #: A screened candidate must beat the best so far by this relative margin (and a
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01
+    #: After the linear-term move, the other moves are skipped where the model loses to
+    #: the linear-only model on the validation split by more than this many standard
+    #: errors of the paired per-sample differences: they reshape a kernel that the
+    #: kernel-or-linear choice would then discard (None: never skipped).
+    skip_moves_z: float | None = 1.0
     #: With ``linear_term``, the kernel model is kept only if its mean per-sample
     #: validation loss beats the linear-only model's by more than this many standard
     #: errors of the paired differences (:func:`rffkit._heads.reduce_to_linear`); 0:
