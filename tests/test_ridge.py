@@ -462,7 +462,11 @@ def test_one_outlier_that_sets_the_default_length_scale_is_named(make):
     target = y if isinstance(make(), RFFRidge) else (y > np.median(y)).astype(int)
     outlier = X.copy()
     outlier[0, 2] = 1e4
-    with pytest.warns(UserWarning, match="column 2 has a variance .* times the median column's"):
+    with pytest.warns(UserWarning, match="times the median column's; column 2 adds the most to it"):
         make().fit(outlier, target)
-    levels = np.eye(20)[rng.integers(0, 20, 200)]  # rare one-hot levels: variances about 0.05
+    shifted = X.copy()
+    shifted[:, 1] += 2000.0  # unit variance, far from zero: the pooled variance is about 8e5 (helper-44)
+    with pytest.warns(UserWarning, match="column 1 adds the most to it"):
+        make().fit(shifted, target)
+    levels = np.eye(400)[rng.integers(0, 400, 200)]  # rare one-hot levels beside standardised numbers
     make().fit(np.column_stack([X, levels, np.zeros(200)]), target)

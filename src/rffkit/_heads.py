@@ -263,8 +263,9 @@ class LogisticHeads:
 
     ``alphas``: the penalties tried (largest first, see
     :func:`~rffkit._logistic_path.logistic_head_path`), scored on the validation split or,
-    with ``leave_one_out``, by the approximate leave-one-out log-loss of the training
-    rows; one penalty when it is fixed, or when nothing can be held out.
+    with ``leave_one_out``, on the training rows held out (approximate leave-one-out, or
+    ``n_folds``-fold cross-validation where that costs less); one penalty when it is fixed,
+    or when nothing can be held out.
     """
 
     #: A logistic path costs many L-BFGS fits: the refinement screens pruning candidates
@@ -272,11 +273,11 @@ class LogisticHeads:
     costly = True
 
     def __init__(self, X, labels, X_val, labels_val, n_classes, *, alphas, max_iter, tol, patience,
-                 leave_one_out=False):
+                 leave_one_out=False, n_folds=5):
         self.X, self.labels, self.X_val, self.labels_val = X, labels, X_val, labels_val
         self.n_classes, self.alphas = n_classes, tuple(alphas)
         self.max_iter, self.tol, self.patience = max_iter, tol, patience
-        self.leave_one_out = leave_one_out
+        self.leave_one_out, self.n_folds = leave_one_out, n_folds
 
     @torch.no_grad()
     def fit(self, layer):
@@ -285,7 +286,7 @@ class LogisticHeads:
         return logistic_head_path(
             layer(self.X), self.labels, self.n_classes, Z_val, self.labels_val, self.alphas,
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
-            leave_one_out=self.leave_one_out and len(self.alphas) > 1,
+            leave_one_out=self.leave_one_out and len(self.alphas) > 1, n_folds=self.n_folds,
         )
 
     @torch.no_grad()
@@ -300,7 +301,7 @@ class LogisticHeads:
         head = logistic_head_path(
             self.X[:, kept], self.labels, self.n_classes, X_val, self.labels_val, self.alphas,
             max_iter=self.max_iter, tol=self.tol, patience=self.patience,
-            leave_one_out=self.leave_one_out and len(self.alphas) > 1,
+            leave_one_out=self.leave_one_out and len(self.alphas) > 1, n_folds=self.n_folds,
         )
         return on_layer(layer, head, kept, scale)
 
@@ -314,7 +315,7 @@ class LogisticHeads:
         near = tuple(a for a in self.alphas if alpha / factor <= a <= alpha * factor) or (alpha,)
         return LogisticHeads(self.X, self.labels, self.X_val, self.labels_val, self.n_classes, alphas=near,
                              max_iter=self.max_iter, tol=self.tol, patience=self.patience,
-                             leave_one_out=self.leave_one_out)
+                             leave_one_out=self.leave_one_out, n_folds=self.n_folds)
 
     @property
     def validated(self):

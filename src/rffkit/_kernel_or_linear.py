@@ -32,9 +32,9 @@ badly moves that mean (Boston at an earlier version: the kernel model ahead on 4
 folds, behind in the mean by one row's error of 4 standard deviations; on the test rows
 R^2 0.91 against the linear model's 0.77), but it also widens the standard error; on
 this version the kernel model leads on Boston by about 5 standard errors. The linear-only
-model is fitted on all rows, its penalty chosen on them (GCV for ridge,
-cross-validation for the logistic head), which is what a user's ``RidgeCV`` /
-``LogisticRegressionCV`` on the same features would be.
+model is fitted on all rows, its penalty chosen on them (GCV for ridge, the held-out
+log-loss of the rows for the logistic head: :func:`rffkit._logistic_path.logistic_head_path`),
+which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be.
 """
 
 from __future__ import annotations

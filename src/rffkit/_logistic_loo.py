@@ -11,32 +11,51 @@ row predicted without it are then
 
 one ``K x K`` system per row for ``K`` logits: the approximate leave-one-out (ALO) of
 Rad & Maleki (2020), whose error vanishes as the rows grow, also when the parameters grow
-with them; Beirami et al. (2017) give the same step for M-estimators. Its cost is one
-factorisation of ``H`` and ``n K^2 P^2`` multiply-adds for ``P`` parameters per
-output, against a refit per row for the exact leave-one-out, or per fold for
-cross-validation.
+with them; Beirami et al. (2017) give the same step for M-estimators. Its cost is the
+Hessian, its inverse (``(K q)^3`` for ``q`` parameters per logit) and
+``n K^2 q^2`` multiply-adds, against a refit per row for the exact leave-one-out, or per
+fold for cross-validation: with many classes and coordinates the folds' L-BFGS solves
+cost less (:func:`loo_is_cheaper`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._logistic_newton import _hessian
+from ._logistic_newton import _hessian, solve_costs
 
-__all__ = ["approximate_loo_losses"]
+__all__ = ["approximate_loo_losses", "loo_is_cheaper"]
+
+#: Rows of the multinomial leverages computed at once (their intermediate holds K^2 q numbers per row).
+_BLOCK_BYTES = 2**26
+
+
+def loo_is_cheaper(n, r, n_out, n_folds):
+    """Whether the approximate leave-one-out of a penalty (a solve on all ``n`` rows and
+    :func:`approximate_loo_losses`) costs fewer floating-point operations than ``n_folds``
+    solves on the folds' training rows, for ``r`` coordinates and ``n_out`` logits (the cost
+    model of :func:`rffkit._logistic_newton.solve_costs`)."""
+    q = r + 1
+    if n_out == 1:
+        approximation = 2.0 * n * q**2 + q**3 / 3
+    else:
+        approximation = n * q**2 * n_out * (n_out + 1) / 2 + n * n_out**2 * q**2 + (n_out * q) ** 3
+    folds = n_folds * min(solve_costs(n * (n_folds - 1) / n_folds, r, n_out))
+    return approximation + min(solve_costs(n, r, n_out)) <= folds
 
 
 def _factor(H):
-    """The lower Cholesky factor of ``H``, its diagonal jittered until the factorisation succeeds."""
+    """The lower Cholesky factor of ``H``, its diagonal jittered until the factorisation succeeds (None if
+    it never does)."""
     scale = float(H.diagonal().abs().max().clamp_min(1e-300))
     eye = torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
     jitter = 0.0
-    for attempt in range(12):
+    for attempt in range(16):
         factor, info = torch.linalg.cholesky_ex(H + jitter * eye)
         if int(info) == 0:
             return factor
         jitter = scale * 10.0 ** (attempt - 14)
-    raise torch.linalg.LinAlgError("the Hessian of the logistic objective is not positive definite")
+    return None
 
 
 @torch.no_grad()
@@ -58,7 +77,8 @@ def approximate_loo_losses(G, target, weights, bias, penalty):
     Returns
     -------
     Tensor of shape (n,)
-        The per-row log-loss at the approximate leave-one-out logits (module docstring).
+        The per-row log-loss at the approximate leave-one-out logits (module docstring);
+        infinite where the Hessian cannot be factored.
 
     Examples
     --------
@@ -79,6 +99,8 @@ def approximate_loo_losses(G, target, weights, bias, penalty):
     if n_out == 1:
         p = torch.sigmoid(logits[:, 0])
         factor = _factor(_hessian(A, p[:, None], penalty, 1) * n)
+        if factor is None:
+            return torch.full((n,), torch.inf, dtype=G.dtype, device=G.device)
         solved = torch.linalg.solve_triangular(factor, A.T, upper=False)
         leverage = (solved * solved).sum(dim=0)
         curvature = p * (1.0 - p)
@@ -88,11 +110,18 @@ def approximate_loo_losses(G, target, weights, bias, penalty):
     H = _hessian(A, probabilities, penalty, n_out) * n
     # the softmax ignores a common shift of the intercepts: fix the last class's at its value
     keep = torch.arange(n_out * q - 1, device=G.device)
+    factor = _factor(H[keep][:, keep])
+    if factor is None:
+        return torch.full((n,), torch.inf, dtype=G.dtype, device=G.device)
     inverse = torch.zeros_like(H)
-    inverse[:-1, :-1] = torch.cholesky_inverse(_factor(H[keep][:, keep]))
+    inverse[:-1, :-1] = torch.cholesky_inverse(factor)
     blocks = inverse.reshape(n_out, q, n_out, q)
-    # A_i[k, l] = a_i^T inverse[k-block, l-block] a_i
-    leverage = torch.einsum("iklr,ir->ikl", torch.einsum("iq,kqlr->iklr", A, blocks), A)
+    # A_i[k, l] = a_i^T inverse[k-block, l-block] a_i, a block of rows at a time
+    leverage = torch.empty(n, n_out, n_out, dtype=G.dtype, device=G.device)
+    step = max(1, _BLOCK_BYTES // (8 * n_out * n_out * q))
+    for start in range(0, n, step):
+        rows = A[start:start + step]
+        leverage[start:start + step] = torch.einsum("iklr,ir->ikl", torch.einsum("iq,kqlr->iklr", rows, blocks), rows)
     gradient = probabilities.clone()
     gradient[torch.arange(n, device=G.device), target] -= 1.0
     curvature = torch.diag_embed(probabilities) - probabilities[:, :, None] * probabilities[:, None, :]

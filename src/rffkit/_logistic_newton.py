@@ -24,21 +24,28 @@ import torch
 
 from ._dense import cholesky_solve_upper, on_cpu, syrk_upper
 
-__all__ = ["newton_logistic", "newton_is_cheaper"]
+__all__ = ["newton_logistic", "newton_is_cheaper", "solve_costs"]
 
 
-def newton_is_cheaper(n, r, n_out, *, expected_newton=8, expected_lbfgs=60, overhead_flops=1e7):
-    """Whether Newton's method should beat L-BFGS on ``n`` rows, ``r`` coordinates and ``n_out`` logits.
+def solve_costs(n, r, n_out, *, expected_newton=8, expected_lbfgs=60, overhead_flops=1e7):
+    """``(newton, lbfgs)``: the floating-point operations of one solve on ``n`` rows, ``r`` coordinates
+    and ``n_out`` logits by each method.
 
-    A cost model in floating-point operations: about ``expected_newton`` Newton
-    iterations, each forming the Hessian (``n r^2`` per pair of logits) and factoring
-    it (``P^3 / 3``), against ``expected_lbfgs`` L-BFGS evaluations, each two passes
-    of the features plus a fixed overhead (SciPy's driver and the transfers, about a
-    millisecond).
+    A cost model: about ``expected_newton`` Newton iterations, each forming the Hessian
+    (``n r^2`` per pair of logits) and factoring it (``P^3 / 3``), against
+    ``expected_lbfgs`` L-BFGS evaluations, each two passes of the features plus a fixed
+    overhead (SciPy's driver and the transfers, about a millisecond).
     """
     P = (r + 1) * n_out
     newton = expected_newton * (n * (r + 1) ** 2 * n_out * (n_out + 1) / 2 + P**3 / 3)
     lbfgs = expected_lbfgs * (4 * n * (r + 1) * n_out + overhead_flops)
+    return newton, lbfgs
+
+
+def newton_is_cheaper(n, r, n_out, **costs):
+    """Whether Newton's method should beat L-BFGS on ``n`` rows, ``r`` coordinates and ``n_out``
+    logits (:func:`solve_costs`)."""
+    newton, lbfgs = solve_costs(n, r, n_out, **costs)
     return newton < lbfgs
 
 

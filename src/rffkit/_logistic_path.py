@@ -1,8 +1,8 @@
 """RFFNet's logistic head: the penalty chosen along a path by held-out log-loss.
 
 :func:`logistic_head_path` fits the head for each penalty from the largest down,
-warm-started, and keeps the one with the least validation (or cross-validated)
-log-loss. Every fit is preconditioned by one eigendecomposition of the centred feature
+warm-started, and keeps the one with the least held-out log-loss: on the validation
+split, or of the training rows held out (approximate leave-one-out, or cross-validation). Every fit is preconditioned by one eigendecomposition of the centred feature
 Gram matrix (:func:`logistic_spectrum`).
 
 Preconditioning: near the optimum the Hessian of the mean log-loss in the weights is
@@ -28,10 +28,11 @@ from ._logistic import (
     LogisticHead,
     _as_target,
     _mean_loss,
+    _sample_losses,
     logistic_objective,
     minimise_logistic,
 )
-from ._logistic_loo import approximate_loo_losses
+from ._logistic_loo import approximate_loo_losses, loo_is_cheaper
 from ._logistic_newton import newton_is_cheaper, newton_logistic
 
 __all__ = ["LogisticSpectrum", "logistic_spectrum", "logistic_head_path"]
@@ -96,7 +97,7 @@ class _PrincipalProblem:
     """A logistic problem in the principal coordinates ``theta`` of a :class:`LogisticSpectrum`.
 
     The weights are ``V theta``, so the logits are ``Zc V theta = G theta``. :meth:`solve`
-    fits the rows at one penalty, warm-started from
+    fits the rows ``rows`` (None: all) at one penalty, warm-started from
     ``(theta, bias)``, restricted to the directions the penalty does not shrink to
     nothing (see :func:`logistic_head_path`), by Newton's method where its cost model
     says it is the cheaper (:mod:`rffkit._logistic_newton`: few rows and coordinates)
@@ -146,14 +147,16 @@ class _PrincipalProblem:
         # the eigenvalues ascend, so the active directions are the last columns: a view, not a copy
         return active, slice(int(active[0]), int(active[-1]) + 1) if contiguous else active
 
-    def solve(self, alpha, theta, bias):
-        """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``)."""
+    def solve(self, alpha, theta, bias, rows=None):
+        """``(theta, bias, converged, n_iter)`` at penalty ``alpha`` (RFFNet's: ``alpha ||W||^2``) on the
+        rows ``rows`` (None: all)."""
         active, columns = self._active(alpha)
         scales = 1.0 / (self.data_curvature[active] + 2.0 * alpha).sqrt()
-        n_rows, target = self.Zc.shape[0], self.target
+        n_rows = self.Zc.shape[0] if rows is None else rows.shape[0]
+        target = self.target if rows is None else self.target[rows]
         newton = newton_is_cheaper(n_rows, active.numel(), self.n_out)
         if newton or self.forms_g:
-            G = self.G[:, columns]
+            G = (self.G if rows is None else self.G[rows])[:, columns]
         if newton:
             solved, bias, n_iter, gradient = newton_logistic(
                 G, target, alpha, weights=theta[active], bias=bias, scales=scales, max_iter=self.max_iter,
@@ -166,8 +169,9 @@ class _PrincipalProblem:
             )
         else:
             V = self.spectrum.eigenvectors[:, columns]
+            Zc = self.Zc if rows is None else self.Zc[rows]
             weights, bias, n_iter, gradient = minimise_logistic(
-                self.Zc, target, 2.0 * alpha, weights=matmul(V, theta[active]), bias=bias, max_iter=self.max_iter,
+                Zc, target, 2.0 * alpha, weights=matmul(V, theta[active]), bias=bias, max_iter=self.max_iter,
                 tol=self.tol, preconditioner=(V, scales),
             )
             solved = matmul(V.T, weights)
@@ -189,7 +193,7 @@ class _PrincipalProblem:
 
 
 def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_iter=300, tol=1e-5, patience=2,
-                       spectrum=None, relative_floor=1e-6, leave_one_out=False):
+                       spectrum=None, relative_floor=1e-6, leave_one_out=False, n_folds=5):
     """The logistic head whose penalty, among ``alphas``, has the least held-out log-loss.
 
     Minimises ``mean_i loss_i + alpha ||W||^2`` (RFFNet's objective: twice the
@@ -199,11 +203,13 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
     and the step saves a third of the Newton iterations) and preconditioned by one
     eigendecomposition of the centred Gram matrix (:func:`logistic_spectrum`, see the
     module docstring), and scores it on the validation split or, with ``leave_one_out``,
-    by the approximate leave-one-out log-loss of its training rows
-    (:mod:`rffkit._logistic_loo`): a split of a few dozen rows picks the penalty by
-    luck, mostly a too small one when it happens to be separable, and the approximation
-    costs about one Newton iteration per penalty where cross-validation refits every
-    fold. The path stops once the held-out log-loss has
+    on the training rows held out: a split of a few dozen rows picks the penalty by
+    luck, mostly a too small one when it happens to be separable. Rows are held out by
+    the approximate leave-one-out log-loss (:mod:`rffkit._logistic_loo`), about one
+    Newton iteration per penalty, where that costs less than refitting ``n_folds``
+    folds (:func:`rffkit._logistic_loo.loo_is_cheaper`: few coordinates and classes),
+    and by stratified ``n_folds``-fold cross-validation otherwise (the spectrum of all
+    rows preconditions every fold). The path stops once the held-out log-loss has
     exceeded its best for ``patience`` penalties in a row. Without a validation split
     or folds only the first penalty is fitted (pass the one wanted).
 
@@ -227,8 +233,11 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
         the penalty shrinks them to nothing anyway, and the fit costs ``O(n r K)`` per
         evaluation in the ``r`` directions kept.
     leave_one_out : bool, default=False
-        Choose the penalty by the approximate leave-one-out log-loss on ``(Z, labels)``
-        instead of on ``(Z_val, labels_val)``.
+        Choose the penalty on ``(Z, labels)`` held out (above) instead of on
+        ``(Z_val, labels_val)``.
+    n_folds : int, default=5
+        The folds of the cross-validation that stands in for the approximate
+        leave-one-out where that would cost more.
 
     Returns
     -------
@@ -241,6 +250,8 @@ def logistic_head_path(Z, labels, n_classes, Z_val, labels_val, alphas, *, max_i
     problem = _PrincipalProblem(Z, labels, n_classes, spectrum, max_iter=max_iter, tol=tol,
                                 relative_floor=relative_floor)
     alphas = sorted(alphas, reverse=True)
+    if leave_one_out and not loo_is_cheaper(Z.shape[0], spectrum.eigenvalues.shape[0], problem.n_out, n_folds):
+        return _cross_validated_path(problem, alphas, n_folds, patience)
     theta, bias = problem.start()
     held_out = Z_val is not None or leave_one_out
     if Z_val is not None:
@@ -277,3 +288,38 @@ def _predicted(state, previous):
     if previous is None:
         return state
     return 2.0 * state[0] - previous[0], 2.0 * state[1] - previous[1]
+
+
+def _cross_validated_path(problem, alphas, n_folds, patience):
+    """The path of :func:`logistic_head_path` scored by stratified ``n_folds``-fold cross-validation."""
+    labels = problem.labels.cpu().numpy()
+    fold = np.empty(labels.shape[0], dtype=np.int64)
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        fold[members] = np.arange(members.shape[0]) % n_folds
+    device = problem.Zc.device
+    splits = [(torch.as_tensor(np.flatnonzero(fold != k), device=device),
+               torch.as_tensor(np.flatnonzero(fold == k), device=device)) for k in range(n_folds)]
+    states = [problem.start() for _ in splits]
+    previous = [None] * len(splits)
+    best_alpha, best_score, stall = None, math.inf, 0
+    for alpha in alphas:
+        held_out = 0.0
+        for k, (train, test) in enumerate(splits):
+            theta, bias, _, _ = problem.solve(alpha, *_predicted(states[k], previous[k]), rows=train)
+            previous[k], states[k] = states[k], (theta, bias)
+            with torch.no_grad():
+                logits = matmul(problem.Zc[test], problem.coef(theta)) + bias
+                held_out += float(_sample_losses(logits, problem.target[test]).sum())
+        score = held_out / labels.shape[0]
+        if best_alpha is None or score < best_score:
+            best_alpha, best_score, best_states, stall = alpha, score, list(states), 0
+        else:
+            stall += 1
+            if stall >= patience:
+                break
+    # all rows at the chosen penalty, from the folds' mean solution
+    theta = sum(state[0] for state in best_states) / n_folds
+    bias = sum(state[1] for state in best_states) / n_folds
+    theta, bias, converged, n_iter = problem.solve(best_alpha, theta, bias)
+    return problem.head(best_alpha, theta, bias, best_score, converged, n_iter)

@@ -45,8 +45,11 @@ PARAMETERS = """
         refitted in each, about 5 times the fit's cost), the kernel model is kept
         only if its mean held-out loss is lower by more than one standard error of
         the per-row differences, and the linear-only model is fitted on all rows,
-        its penalty chosen on them (GCV, or 5-fold cross-validation for the
-        logistic head); on more rows both are scored on the validation split.
+        its penalty chosen on them (GCV, or the held-out log-loss of the rows for
+        the logistic head, below); on more rows both are scored on the validation
+        split. Where, after the linear-term move, the linear-only model already
+        validates better by more than a standard error, the other refinement moves
+        are skipped.
         ``relevances_`` still rank the features; ``linear_only_`` says which model
         was kept.
     alpha : float or 'auto', default='auto'
@@ -65,8 +68,10 @@ PARAMETERS = """
         fit's time there; a weak pair of interacting features that the search at
         1e-4 leaves among the irrelevant ones stays visible at 1e-3). The classifier's
         logistic head then takes its own penalty from half-decades 1e-6 ... 1, by
-        validation log-loss, or by 5-fold cross-validation on a training split of at
-        most 1,000 rows. 'auto' with 'adam': 1e-4. The value used is ``alpha_``.
+        validation log-loss, or, on a training split of at most 1,000 rows, by the
+        approximate leave-one-out log-loss of its rows (Rad & Maleki, 2020; 5-fold
+        cross-validation where that would cost more: many classes and features).
+        'auto' with 'adam': 1e-4. The value used is ``alpha_``.
     relevance_penalty : float, default=0.0
         Strength of an l1 penalty ``penalty ||lambda||_1`` on the relevances (Otto &
         Izbicki, 2022), applied by its proximal step ('adam') or as L-BFGS-B on

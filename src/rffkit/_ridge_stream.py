@@ -206,7 +206,7 @@ def _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, *, 
 
 def partial_fit(estimator, X, y):
     """:meth:`RFFRidge.partial_fit`: add a chunk of rows to the statistics, refit. Returns ``estimator``."""
-    from .ridge import _dense, _feature_map, default_features  # ridge imports this module
+    from .ridge import _dense, _feature_map, _warn_if_scales_differ, default_features  # ridge imports this
 
     owner = type(estimator).__name__
     first = not hasattr(estimator, "_statistics")
@@ -224,6 +224,8 @@ def partial_fit(estimator, X, y):
     np_dtype = np.float32 if X.dtype == np.float32 else np.float64
     if first:
         device = resolve_device(estimator.device, owner=owner)
+        if estimator.features is None:
+            _warn_if_scales_differ(estimator, X)
         features = _feature_map(estimator, lambda: default_features(X, estimator.random_state)).fit(X)
         width = _dense(features.transform(X[:1])).shape[1]
         check_memory_budget(width, estimator.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,

@@ -209,10 +209,12 @@ class RFFNetSettings:
     #: curvature is about 1/4 where the squared loss has 2, shrinks like ridge at
     #: ``alpha / 8``.
     logistic_alpha_ratio: float = 0.125
-    #: On at most this many training rows the head's penalty is chosen by the
-    #: approximate leave-one-out log-loss of the training rows instead of on the
-    #: validation split (a few dozen held-out rows choose it by luck).
+    #: On at most this many training rows the head's penalty is chosen on the training
+    #: rows held out instead of on the validation split (a few dozen held-out rows choose
+    #: it by luck): by the approximate leave-one-out log-loss, or, where that costs more
+    #: (many classes and coordinates), by stratified cross-validation with this many folds.
     logistic_loo_rows: int = 1000
+    logistic_cv_folds: int = 5
 
     # -- the Adam solver ----------------------------------------------------------------------
     #: Non-finite losses cured by restoring the best state and halving the step, at most.

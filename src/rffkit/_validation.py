@@ -129,11 +129,14 @@ def warn_if_float32_offset(owner, y, X_dtype):
     """
     if np.dtype(X_dtype) != np.float32:
         return
-    y = np.asarray(y, dtype=np.float64)
-    mean, spread = np.abs(np.mean(y, axis=0)).max(), np.std(y, axis=0).min()
+    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    means, spreads = np.abs(np.mean(y, axis=0)), np.std(y, axis=0)
+    ratios = means / np.maximum(spreads, 1e-300)  # per target: one target's mean against its own spread
+    worst = int(np.argmax(ratios))
+    mean, spread = means[worst], spreads[worst]
     if np.isfinite(mean) and mean * np.finfo(np.float32).eps / 2 > 0.01 * spread:
         fit_warning(
-            f"{owner}: y's mean ({mean:.3g}) is {mean / max(spread, 1e-300):.3g} times its spread; predictions come "
+            f"{owner}: y's mean ({mean:.3g}) is {ratios[worst]:.3g} times its spread; predictions come "
             "back in float32, the dtype of X, whose rounding at that size is over 1% of the spread. Pass X as "
             "float64, or subtract a constant from y before the fit.", RuntimeWarning)
 

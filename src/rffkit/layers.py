@@ -88,10 +88,11 @@ class ARDRandomFourierFeatures(nn.Module):
     ``delta = lambda o (x - y)``; with random phases each term adds
     ``cos(w^T (lambda o (x + y)) + 2 b)``, zero on average but not in a given draw.
     Against that, ``'cos_sin'`` spends two columns per frequency, so it averages half as
-    many: it has the smaller variance at the same ``D`` where the kernel decays, as the
-    Gaussian and Laplacian do, and not always otherwise (Sutherland & Schneider, 2015,
-    who derive both variances; benchmarks/results/kernel_approximation.md compares the
-    two variants).
+    many. Which variance is the smaller depends on the kernel and the distance: the
+    ``'cos_sin'`` one for the Gaussian kernel at every distance (Sutherland & Schneider,
+    2015, who derive both variances) and, as measured, for the Laplacian, but not for
+    every kernel, even among those that decay (Cauchy and periodic kernels at some
+    distances); benchmarks/results/kernel_approximation.md compares the two variants.
 
     References
     ----------

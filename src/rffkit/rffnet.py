@@ -218,7 +218,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         return LogisticHeads(
             problem.X_train, problem.y_train, problem.X_val, problem.y_val, problem.n_outputs, alphas=alphas,
             max_iter=settings.logistic_max_iter, tol=settings.logistic_tol, patience=settings.logistic_patience,
-            leave_one_out=leave_one_out,
+            leave_one_out=leave_one_out, n_folds=settings.logistic_cv_folds,
         )
 
     def _loss_fn(self):

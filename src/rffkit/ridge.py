@@ -125,33 +125,40 @@ def fitted_features(estimator, X, y=None):
     return features, Z
 
 
-#: Ratio of the largest column variance to the median one past which the default map's single
-#: length scale, which follows the pooled variance, is too wide for most columns.
+#: Ratio of the pooled variance (which sets the default map's single length scale) to the median
+#: column's past which that length scale is too wide for most columns.
 _SCALE_RATIO = 1e3
 
 
 def _warn_if_scales_differ(estimator, X):
-    """Warn when one length scale for all columns (the default map's) cannot suit them: a column whose
-    variance is over :data:`_SCALE_RATIO` times the median column's (unscaled units, or one outlier)
-    sets the length scale, and the kernel is then nearly flat along the other columns."""
-    if sp.issparse(X):
-        X = sp.csc_matrix(X)
-        variances = np.asarray(X.multiply(X).mean(axis=0)).ravel() - np.square(np.asarray(X.mean(axis=0)).ravel())
-    else:
-        variances = np.var(X, axis=0, dtype=np.float64)
-    varying = variances[variances > 0]  # constant columns take no part in the kernel
-    if varying.shape[0] < 2 or not varying.max() > _SCALE_RATIO * np.median(varying):
+    """Warn when one length scale for all columns (the default map's, from the variance of all entries
+    of ``X`` pooled) cannot suit them: past :data:`_SCALE_RATIO` times the median variance of the
+    columns (of those not 0/1 indicators, when there are such), the kernel is nearly flat along most
+    columns. Unscaled units, a column far from zero or one outlier do it; the column that adds most
+    to the pooled variance is named."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    variances = np.var(X, axis=0, dtype=np.float64)
+    varying = variances > 0  # constant columns take no part in the kernel
+    indicators = np.all((X == 0) | (X == 1), axis=0)
+    reference = variances[varying & ~indicators] if np.any(varying & ~indicators) else variances[varying]
+    if reference.shape[0] == 0 or X.shape[1] < 2:
         return
-    largest = int(np.argmax(variances))
+    median = float(np.median(reference))
+    means = np.mean(X, axis=0, dtype=np.float64)
+    shares = variances + np.square(means - means.mean())  # each column's part of the pooled variance
+    pooled = float(shares.mean())
+    if not pooled > _SCALE_RATIO * median:
+        return
+    largest = int(np.argmax(shares))
     names = getattr(estimator, "feature_names_in_", None)
     column = f"column {names[largest]!r}" if names is not None else f"column {largest}"
-    ratio = f"{variances[largest] / np.median(varying):.3g} times"
     fit_warning(
-        f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by their "
-        f"pooled variance, and {column} has a variance {ratio} the median column's (unscaled units, or an outlier): "
-        "the kernel is then nearly flat along the other columns. Standardise the inputs "
-        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass features=RandomFourierFeatures(length_scale=[...]) "
-        "with one length scale per column.", UserWarning)
+        f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by the "
+        f"variance of all their values pooled, {pooled:.3g}, which is {pooled / median:.3g} times the median "
+        f"column's; {column} adds the most to it (unscaled units, values far from zero, or an outlier), and the "
+        "kernel is then nearly flat along the other columns. Standardise the inputs "
+        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass "
+        "features=RandomFourierFeatures(length_scale=[...]) with one length scale per column.", UserWarning)
 
 
 def _is_stream(X):
