@@ -917,6 +917,12 @@ def test_dates_that_do_not_exist_and_other_edges_of_dates_written_as_text(tmp_pa
     pq.write_table(pa.table({"d": [20200131, 2020013], "y": [1.0, 2.0]}), tmp_path / "digits.parquet")
     with pytest.raises(DataSourceError, match="holds '2020013' at row 1, written %Y%m%d .* no day of the calendar"):
         list(open_table(tmp_path / "digits.parquet", target="y", dates={"d": "%Y%m%d"}).iter_chunks())
+    # a count read as years: year 0 lies outside the nanosecond timestamps (1677-2262), and had raised inside
+    # pyarrow ('Casting from timestamp[s] to timestamp[ns] would result in out of bounds'; helper-42)
+    pq.write_table(pa.table({"days": [0, 1, 2, 3], "y": [1.0, 2.0, 3.0, 4.0]}), tmp_path / "days.parquet")
+    with pytest.raises(DataSourceError, match="column 'days' holds '0' at row 0, where the encoding expects a date "
+                                              "written %Y"):
+        list(open_table(tmp_path / "days.parquet", target="y", dates={"days": "%Y"}).iter_chunks())
     pa_csv.write_csv(pa.table({"d": ["01/31/2020", " 2/3/2020 "], "y": [1.0, 2.0]}), tmp_path / "padded.csv")
     np.testing.assert_array_equal(next(open_table(tmp_path / "padded.csv", target="y").iter_chunks()).X[:, 0],
                                   [18292.0, 18295.0])  # a leading zero or not, spaces around: the same dates

@@ -205,6 +205,20 @@ def _fraction(form):
     return r"^(?P<before>.*\d)[.,](?P<digits>\d{1,9})(?P<after>" + pattern + ")$"
 
 
+#: Seconds from 1970 that a timestamp in nanoseconds holds (int64): 1677-09-21 to 2262-04-11.
+_NANOSECOND_SECONDS = 9_223_372_036
+
+
+def _within_nanoseconds(read):
+    """``read`` (timestamps in seconds) with the instants that nanoseconds cannot hold made null, as
+    values that are no date of the range read: a count read as years (``'0'`` as ``%Y``) had raised
+    inside pyarrow."""
+    limit = _NANOSECOND_SECONDS
+    outside = pc.or_(pc.less(read, pa.scalar(-limit, type=read.type)),
+                     pc.greater(read, pa.scalar(limit, type=read.type)))
+    return pc.if_else(outside, pa.scalar(None, type=read.type), read)
+
+
 def _read_dates(text, form):
     """The instants (timestamps in ns, UTC where a time zone is written) of the dates that the text
     ``text`` writes in the ``strptime`` form ``form``, null where a value is none; None where one is no
@@ -214,7 +228,7 @@ def _read_dates(text, form):
     if pa.types.is_large_string(text.type):  # pandas writes Parquet text so; the kernels below take string
         text = pc.cast(text, pa.string())
     form = re.sub(r"%S[.,]%f", "%S", form)
-    read = pc.strptime(text, format=form, unit="s", error_is_null=True)
+    read = _within_nanoseconds(pc.strptime(text, format=form, unit="s", error_is_null=True))
     if not _dates_exist(text, read, form):
         return None
     read, fraction = pc.cast(read, pa.timestamp("ns")), _fraction(form)
@@ -222,7 +236,7 @@ def _read_dates(text, form):
         return read
     parts = pc.extract_regex(pc.if_else(pc.is_null(read), text, pa.scalar(None, pa.string())), fraction)
     whole = pc.binary_join_element_wise(pc.struct_field(parts, [0]), pc.struct_field(parts, [2]), "")
-    seconds = pc.strptime(whole, format=form, unit="s", error_is_null=True)
+    seconds = _within_nanoseconds(pc.strptime(whole, format=form, unit="s", error_is_null=True))
     if not _dates_exist(whole, seconds, form):
         return None
     digits = pc.utf8_rpad(pc.struct_field(parts, [1]), width=9, padding="0")
