@@ -145,10 +145,14 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     """
     p, settings = problem, estimator._settings
     n_rows = p.X_train.shape[0] + (0 if p.X_val is None else p.X_val.shape[0])
-    # every fold's training rows must hold every class
-    too_few = (p.y_train.ndim == 1 and p.X_val is not None and
-               int(torch.bincount(_joined(p.y_train, p.y_val), minlength=p.n_outputs).min()) < settings.linear_cv_folds)
-    if p.heads is not None or p.X_val is None or n_rows > settings.linear_cv_rows or too_few:
+    # every fold's training rows must hold every class, and a few rows at least
+    too_few = n_rows < 2 * settings.linear_cv_folds or (
+        p.y_train.ndim == 1 and
+        int(torch.bincount(_joined(p.y_train, p.y_val), minlength=p.n_outputs).min()) < settings.linear_cv_folds)
+    # a table too small for a validation split (under 20 rows) is judged by cross-validation all the same;
+    # without early stopping the user asked for no held-out rows
+    held_out = p.X_val is not None or estimator.early_stopping
+    if p.heads is not None or not held_out or n_rows > settings.linear_cv_rows or too_few:
         return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z)
     progress.stage("the linear model: cross-validation")
     X, target = _joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)

@@ -319,7 +319,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         heads = judge
         if p.X_val is None:
             heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate
-            if heads is not surrogate:
+            if heads is not surrogate and not reduced:  # a reduced model keeps its linear-only head
                 progress.stage("head")
                 head = heads.fit(layer)
         model = RFFNetModule(layer, p.hidden, p.n_outputs, p.generator)

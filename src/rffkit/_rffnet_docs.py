@@ -37,7 +37,8 @@ PARAMETERS = """
         (nearly) linearly over a heavy-tailed range. Tried first and kept if it
         lowers the validation error (without a validation split: the GCV score by
         more than 1%); a feature of relevance 0 still has no effect. After the
-        refinement moves, with a validation split, the model is compared with the
+        refinement moves, with a validation split (or with ``early_stopping`` on 10
+        to 19 rows, too few for one), the model is compared with the
         linear-only one (ridge or logistic regression on the standardised inputs of
         the features of non-zero relevance) and reduces to it, random-feature
         weights 0, unless it has the lower held-out loss: on at most 1,000 rows both
