@@ -285,3 +285,6 @@ def test_many_classes_and_coordinates_hold_rows_out_by_cross_validation():
 
     assert loo_is_cheaper(320, 300, 1, 5) and loo_is_cheaper(106, 105, 3, 5)  # pima's and wine's heads
     assert not loo_is_cheaper(630, 567, 10, 5) and not loo_is_cheaper(1000, 218, 30, 5)
+    # helper-45's timings: 5-fold cross-validation the faster by 2.9x (within 2x elsewhere: 0.41 against 0.30 s
+    # of a binary path on 900 rows and 600 coordinates, where the rule keeps the approximation)
+    assert not loo_is_cheaper(600, 100, 10, 5)

@@ -410,7 +410,8 @@ def check_rank(rank, world_size):
 #: file, and the usual names of row identifiers; compared in lower case, without surrounding spaces.
 ROW_LABEL_NAMES = frozenset({"", "rownames", "row.names", "row_names", "unnamed: 0", "...1", "index", "level_0",
                              "id", "row", "rowid", "row_id"})
-#: Rows past which a row label's values are no longer checked for repeats (a set of that many numbers).
+#: Rows past which a column under a row label's name is no longer checked (it keeps that many int64s):
+#: a larger file draws no warning for it.
 ROW_LABEL_MAX_ROWS = 5_000_000
 
 
@@ -427,7 +428,7 @@ class RowNumbers:
     def __init__(self, column):
         self.column, self.starts, self.n_rows = column, {0, 1}, 0
         named = column.strip().lower() in ROW_LABEL_NAMES
-        self.distinct = set() if named else None  # the whole numbers seen, while none repeats
+        self.distinct = [] if named else None  # the whole numbers of each batch, while none repeats in one
 
     @property
     def standing(self):
@@ -441,14 +442,22 @@ class RowNumbers:
         if self.starts:
             self.starts = {start for start in self.starts if np.array_equal(values, rows + start)}
         if self.distinct is not None:
-            whole = np.all(np.isfinite(values)) and np.array_equal(values, np.round(values))
-            if not whole or len(self.distinct) + len(values) > ROW_LABEL_MAX_ROWS:
+            # whole numbers that float64 holds exactly (hashed ids past 2^53 would collide)
+            whole = (np.all(np.isfinite(values)) and np.array_equal(values, np.round(values))
+                     and np.all(np.abs(values) <= 2.0**53))
+            if not whole or self.n_rows + len(values) > ROW_LABEL_MAX_ROWS:
                 self.distinct = None
             else:
-                new = set(values.astype(np.int64).tolist())
-                self.distinct = self.distinct | new if len(new) == len(values) and self.distinct.isdisjoint(new) \
-                    else None
+                batch = np.unique(values.astype(np.int64))
+                self.distinct = self.distinct + [batch] if batch.shape[0] == len(values) else None
         self.n_rows += len(rows)
+
+    def _all_distinct(self):
+        """Whether the whole numbers of every batch read are distinct across batches too (sorted once)."""
+        if self.distinct is None:
+            return False
+        values = np.concatenate(self.distinct) if self.distinct else np.empty(0, dtype=np.int64)
+        return np.unique(values).shape[0] == values.shape[0]
 
     def warn(self):
         if not self.standing or self.n_rows <= NUMBERS_IN_TEXT_MIN:
@@ -456,11 +465,14 @@ class RowNumbers:
         where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
         if self.starts:
             start = min(self.starts)
-            what = f"holds the row numbers ({start}, {start + 1}, {start + 2}, ... in file order)"
-        else:
-            what = f"holds a different whole number on each of its {self.n_rows:,} rows, under a row label's name"
-        warn_user(f"column {self.column!r}{where} {what}: a row label, not a measurement, which a model can only "
-                  f"misuse (where the rows were once sorted by the target it gives the target away); {LEAVE_OUT}.")
+            warn_user(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
+                      "... in file order): a row label, not a measurement, which a model can only misuse (where "
+                      f"the rows were once sorted by the target it gives the target away); {LEAVE_OUT}.")
+        elif self._all_distinct():
+            warn_user(f"column {self.column!r}{where} holds a different whole number on each of its "
+                      f"{self.n_rows:,} rows and is named as row labels are: if it is one (R's row names, pandas' "
+                      "index, an id), a model can only misuse it (where the rows were once sorted by the target it "
+                      f"gives the target away), so {LEAVE_OUT}; if it is a measurement, rename it.")
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))

@@ -38,10 +38,12 @@ def loo_is_cheaper(n, r, n_out, n_folds):
     q = r + 1
     if n_out == 1:
         approximation = 2.0 * n * q**2 + q**3 / 3
-    else:
-        approximation = n * q**2 * n_out * (n_out + 1) / 2 + n * n_out**2 * q**2 + (n_out * q) ** 3
-    folds = n_folds * min(solve_costs(n * (n_folds - 1) / n_folds, r, n_out))
-    return approximation + min(solve_costs(n, r, n_out)) <= folds
+    else:  # the full Hessian, the leverages and the inverse
+        approximation = 2.0 * n * n_out**2 * q**2 + (n_out * q) ** 3
+    # along the path each fold's solve starts where its last one ended: few iterations
+    warm = dict(expected_newton=4, expected_lbfgs=20)
+    folds = n_folds * min(solve_costs(n * (n_folds - 1) / n_folds, r, n_out, **warm))
+    return approximation + min(solve_costs(n, r, n_out, **warm)) <= folds
 
 
 def _factor(H):

@@ -2,8 +2,9 @@
 
 :func:`logistic_head_path` fits the head for each penalty from the largest down,
 warm-started, and keeps the one with the least held-out log-loss: on the validation
-split, or of the training rows held out (approximate leave-one-out, or cross-validation). Every fit is preconditioned by one eigendecomposition of the centred feature
-Gram matrix (:func:`logistic_spectrum`).
+split, or of the training rows held out (approximate leave-one-out, or cross-validation).
+Every fit is preconditioned by one eigendecomposition of the centred feature Gram matrix
+(:func:`logistic_spectrum`).
 
 Preconditioning: near the optimum the Hessian of the mean log-loss in the weights is
 ``Zc^T W Zc / n`` with ``W`` the probability curvatures (at most 1/4 for two classes),

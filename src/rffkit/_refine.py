@@ -220,10 +220,14 @@ def _confirm(layer, heads, kept_head, kept_loss, settings, z=2.0):
     return head, accepted, loss
 
 
+#: Validation rows under which the linear-only model's lead is not trusted to skip the moves.
+_SKIP_MIN_ROWS = 50
+
+
 def _linear_is_better(layer, heads, loss, z):
     """Whether the linear-only model on ``layer``'s inputs validates better than the model whose
-    per-sample validation losses are ``loss`` by more than ``z`` standard errors (False without a
-    validation split, or with ``z`` None)."""
+    per-sample validation losses are ``loss`` by more than ``z`` standard errors, on at least
+    :data:`_SKIP_MIN_ROWS` rows (False without a validation split, or with ``z`` None)."""
     if z is None or loss is None:
         return False
     linear_layer = layer if layer.has_linear else layer.replace(linear=True)
@@ -231,9 +235,10 @@ def _linear_is_better(layer, heads, loss, z):
         return False
     linear_loss = heads.validation_losses(heads.fit_linear(linear_layer), linear_layer)
     gain, threshold, n_rows = paired_gain(loss, linear_loss, z)
+    skip = gain > threshold and n_rows >= _SKIP_MIN_ROWS
     logger.debug("linear-only model: validation loss gain %.4g over the model (threshold %.4g, %d rows)%s",
-                 gain, threshold, n_rows, ": the other moves are skipped" if gain > threshold else "")
-    return gain > threshold
+                 gain, threshold, n_rows, ": the other moves are skipped" if skip else "")
+    return skip
 
 
 def _prune(layer, heads, head, loss, settings, screen=None, baseline=None):

@@ -152,9 +152,10 @@ class RFFNetSettings:
     #: move judged by GCV must lower it by as much).
     margin: float = 0.01
     #: After the linear-term move, the other moves are skipped where the model loses to
-    #: the linear-only model on the validation split by more than this many standard
-    #: errors of the paired per-sample differences: they reshape a kernel that the
-    #: kernel-or-linear choice would then discard (None: never skipped).
+    #: the linear-only model on the validation split (of 50 rows or more) by more than
+    #: this many standard errors of the paired per-sample differences: they reshape a
+    #: kernel that the kernel-or-linear choice would most likely discard; rarely, a move
+    #: would have made it win (None: never skipped).
     skip_moves_z: float | None = 1.0
     #: With ``linear_term``, the kernel model is kept only if its mean per-sample
     #: validation loss beats the linear-only model's by more than this many standard

@@ -268,10 +268,14 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         scores : ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
             The logits; for two classes the difference of the second and the first.
         """
+        return self._on_rows(X, self._decision_rows)
+
+    def _on_rows(self, X, rows):
+        """``rows`` of the checked array ``X``, or of each chunk of a source or memory map, in order."""
         check_is_fitted(self)
         if is_stream(X):
-            return per_chunk(self, X, self._decision_rows)
-        return self._decision_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
+            return per_chunk(self, X, rows)
+        return rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
 
     def _decision_rows(self, X):
         logits = self._forward(X)
@@ -291,10 +295,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        check_is_fitted(self)
-        if is_stream(X):
-            return per_chunk(self, X, self._proba_rows)
-        return self._proba_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
+        return self._on_rows(X, self._proba_rows)
 
     def _proba_rows(self, X):
         return np.exp(self._log_proba_rows(X))
@@ -314,10 +315,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         log_proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        check_is_fitted(self)
-        if is_stream(X):
-            return per_chunk(self, X, self._log_proba_rows)
-        return self._log_proba_rows(check_input(self, X, dtype=np.float64, reset=False, densify=True))
+        return self._on_rows(X, self._log_proba_rows)
 
     def _log_proba_rows(self, X):
         logits = self._forward(X)
@@ -337,10 +335,7 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        if is_stream(X):
-            return per_chunk(self, X, self._predict_labels)
-        return self._predict_labels(check_input(self, X, dtype=np.float64, reset=False, densify=True))
+        return self._on_rows(X, self._predict_labels)
 
     def _predict_labels(self, X):
         """Labels for validated raw float64 rows."""
