@@ -394,3 +394,20 @@ def test_a_column_of_row_numbers_draws_a_warning(tmp_path):
         repeated = shuffled.assign(rownames=np.arange(len(shuffled)) // 2)  # a label repeats: no row label
         repeated.to_csv(tmp_path / "repeated.csv", index=False)
         open_table(tmp_path / "repeated.csv", target="y", missing="encode", chunk_rows=50)
+
+
+def test_a_dataframe_with_a_row_label_column_draws_the_warning_files_get():
+    """R's row names read with pandas.read_csv, in a fit on the DataFrame: the row-label check had run on files
+    only (helper-45). Under another name the same numbers are data."""
+    from rffkit import RFFRidge
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"rownames": rng.permutation(200) + 1, "x": rng.normal(size=200)})
+    y = frame["x"] + 0.1 * rng.normal(size=200)
+    with pytest.warns(UserWarning, match=r"RFFRidge: column 'rownames' holds a different whole number on each of its "
+                                         r"200 rows .* drop it from X") as caught:
+        RFFRidge(random_state=0).fit(frame, y)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RFFRidge(random_state=0).fit(frame.rename(columns={"rownames": "count"}), y)

@@ -47,8 +47,12 @@ _GEMM_MIN_SIDE = 16
 def on_cpu(*tensors):
     """Whether every tensor is a CPU float32 or float64 tensor of one dtype (the kernels here apply)."""
     dtype = tensors[0].dtype
-    return all(t.device.type == "cpu" and t.dtype == dtype for t in tensors) and dtype in (torch.float32,
-                                                                                         torch.float64)
+    if dtype not in (torch.float32, torch.float64):
+        return False
+    for t in tensors:  # a loop, as in _needs_grad
+        if t.device.type != "cpu" or t.dtype != dtype:
+            return False
+    return True
 
 
 def syrk_pays(Z):
@@ -157,7 +161,12 @@ def gram_matrix(Z, *, upper_only=False):
 
 
 def _needs_grad(*tensors):
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:  # a loop, not a generator: an interrupt inside one can land in its finaliser
+        if t.requires_grad:
+            return True
+    return False
 
 
 class _Product(torch.autograd.Function):

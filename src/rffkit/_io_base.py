@@ -459,20 +459,27 @@ class RowNumbers:
         values = np.concatenate(self.distinct) if self.distinct else np.empty(0, dtype=np.int64)
         return np.unique(values).shape[0] == values.shape[0]
 
-    def warn(self):
+    def message(self, leave_out=LEAVE_OUT):
+        """What :meth:`warn` says (``leave_out``: how to leave the column out), or None."""
         if not self.standing or self.n_rows <= NUMBERS_IN_TEXT_MIN:
-            return
+            return None
         where = " (the unnamed column where pandas and R write row labels)" if self.column == "" else ""
         if self.starts:
             start = min(self.starts)
-            warn_user(f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
-                      "... in file order): a row label, not a measurement, which a model can only misuse (where "
-                      f"the rows were once sorted by the target it gives the target away); {LEAVE_OUT}.")
-        elif self._all_distinct():
-            warn_user(f"column {self.column!r}{where} holds a different whole number on each of its "
-                      f"{self.n_rows:,} rows and is named as row labels are: if it is one (R's row names, pandas' "
-                      "index, an id), a model can only misuse it (where the rows were once sorted by the target it "
-                      f"gives the target away), so {LEAVE_OUT}; if it is a measurement, rename it.")
+            return (f"column {self.column!r}{where} holds the row numbers ({start}, {start + 1}, {start + 2}, "
+                    "... in file order): a row label, not a measurement, which a model can only misuse (where "
+                    f"the rows were once sorted by the target it gives the target away); {leave_out}.")
+        if self._all_distinct():
+            return (f"column {self.column!r}{where} holds a different whole number on each of its "
+                    f"{self.n_rows:,} rows and is named as row labels are: if it is one (R's row names, pandas' "
+                    "index, an id), a model can only misuse it (where the rows were once sorted by the target it "
+                    f"gives the target away), so {leave_out}; if it is a measurement, rename it.")
+        return None
+
+    def warn(self):
+        message = self.message()
+        if message is not None:
+            warn_user(message)
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))

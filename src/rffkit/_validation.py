@@ -141,6 +141,28 @@ def warn_if_float32_offset(owner, y, X_dtype):
             "float64, or subtract a constant from y before the fit.", RuntimeWarning)
 
 
+def _warn_row_label_columns(owner, X):
+    """A fit on a DataFrame: the row-label check that files get (:class:`rffkit._io_base.RowNumbers`) on
+    its numeric columns named as row labels are (R's ``rownames`` read with ``pd.read_csv``, an ``id``)."""
+    from ._io_base import ROW_LABEL_NAMES, RowNumbers
+
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return
+    for column in columns:
+        if not isinstance(column, str) or column.strip().lower() not in ROW_LABEL_NAMES:
+            continue
+        try:
+            values = np.asarray(X[column], dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        check = RowNumbers(column)
+        check.update(values, np.arange(values.shape[0]))
+        message = check.message(leave_out="drop it from X")
+        if message is not None:
+            fit_warning(f"{owner}: {message}")
+
+
 def check_magnitude(owner, name, values, computed_in=None):
     """Refuse values whose squares would overflow the dtype they are computed in."""
     data = values.data if hasattr(values, "tocsr") else values
@@ -273,6 +295,8 @@ def check_input(estimator, X, y="no_validation", *, reset=True, densify=False, *
                 raise
             raise ValueError(located) from None
     X_checked, y_checked = validated if supervised else (validated, None)
+    if supervised:
+        _warn_row_label_columns(owner, X)
     if densify and sp.issparse(X_checked):
         X_checked = X_checked.toarray(order="C")  # a CSC matrix's natural order is Fortran's
         validated = (X_checked, y_checked) if supervised else X_checked
