@@ -923,6 +923,11 @@ def test_dates_that_do_not_exist_and_other_edges_of_dates_written_as_text(tmp_pa
     with pytest.raises(DataSourceError, match="column 'days' holds '0' at row 0, where the encoding expects a date "
                                               "written %Y"):
         list(open_table(tmp_path / "days.parquet", target="y", dates={"days": "%Y"}).iter_chunks())
+    # where the encoding is learned, the advice is the form (helper-42: it had said to refit the encoding)
+    pa_csv.write_csv(pa.table({"date": ["2009", "2009.58"], "y": [1.0, 2.0]}), tmp_path / "years.csv")
+    with pytest.raises(DataSourceError, match=r"holds '2009.58' at row 1, .* correct the value, or name the form its "
+                                              r"dates are written in \(dates=\{column: format\} in Python"):
+        open_table(tmp_path / "years.csv", target="y", dates={"date": "%Y"}, missing="encode")
     pa_csv.write_csv(pa.table({"d": ["01/31/2020", " 2/3/2020 "], "y": [1.0, 2.0]}), tmp_path / "padded.csv")
     np.testing.assert_array_equal(next(open_table(tmp_path / "padded.csv", target="y").iter_chunks()).X[:, 0],
                                   [18292.0, 18295.0])  # a leading zero or not, spaces around: the same dates

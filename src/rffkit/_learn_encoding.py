@@ -14,7 +14,7 @@ from ._io_base import (
     DECIMAL_IN_FILE, LEAVE_OUT, NAME_CATEGORICAL, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError,
     NumbersInText, RowNumbers, TooManyCategoriesError, check_finite, warn_user,
 )
-from ._text_dates import text_column_numbers
+from ._text_dates import NAME_ANOTHER_FORM, text_column_numbers
 
 __all__ = ["learn_encoding"]
 
@@ -76,7 +76,9 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     dates = dates or {}
 
     def read(array, column, rows):
-        return text_column_numbers(array, column, rows, dates[column]) if column in dates else numbers(array)
+        if column not in dates:
+            return numbers(array)
+        return text_column_numbers(array, column, rows, dates[column], advice=NAME_ANOTHER_FORM)
 
     n_rows = 0
     numeric_codes = set()  # columns of numbers read as codes: their categories sort as numbers

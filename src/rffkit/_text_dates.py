@@ -271,11 +271,18 @@ def _dates_exist(text, parsed, format):
     return pc.all(pc.equal(canonical(distinct), canonical(written))).as_py() is not False
 
 
-def text_column_numbers(array, column, rows, date_format=None):
+#: What a value that is no number or date of its column advises: on new data, and where the encoding is learned.
+REFIT_ENCODING = "refit the encoding on these data"
+NAME_ANOTHER_FORM = ("name the form its dates are written in (dates={column: format} in Python, --dates COL=FORMAT on "
+                     "the command line), or leave the column out of dates to read it as it is")
+
+
+def text_column_numbers(array, column, rows, date_format=None, advice=REFIT_ENCODING):
     """The numbers a text ``column`` writes, or with ``date_format`` the days since 1970-01-01 of
     the dates it writes so (:func:`text_numbers`, :func:`text_dates`): new data whose numbers or
     dates are text. A value that is neither is a :class:`DataSourceError` naming it and its row
-    (``rows``, the chunk's global rows, or None)."""
+    (``rows``, the chunk's global rows, or None), which ends with ``advice`` after "correct the
+    value, or" (:data:`NAME_ANOTHER_FORM` where the encoding is being learned)."""
     read = text_numbers if date_format is None else lambda values: text_dates(values, date_format)
     values = read(array)
     if values is None:
@@ -295,6 +302,5 @@ def text_column_numbers(array, column, rows, date_format=None):
                     f"a date written {date_format}, as the column's dates are"
                     + ("" if date_format.startswith("%Y-") else ", or in ISO 8601's 2020-01-31"))
         raise DataSourceError(f"column {column!r} holds {short(texts[position])} at row {at_row(position, rows)}, "
-                              f"where the encoding expects {expected}; correct the value, or refit the encoding on "
-                              "these data.")
+                              f"where the encoding expects {expected}; correct the value, or {advice}.")
     return values
