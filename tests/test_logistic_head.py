@@ -248,7 +248,8 @@ def test_the_path_chooses_the_same_head_with_either_solver(monkeypatch):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("leave_one_out", [False, True])
-def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes, leave_one_out):
+def test_the_path_is_the_same_on_the_principal_coordinates_or_the_centred_features(monkeypatch, n_classes,
+                                                                                   leave_one_out):
     """L-BFGS evaluating G theta (G = Zc V formed) or Zc (V theta) solves the same problem."""
     import rffkit._logistic_path as logistic
 

@@ -230,7 +230,8 @@ def fit_rff_classifier_stream(estimator, X, y):
     """Fit an RFFClassifier on a source: its feature map, then L-BFGS on every row. Returns it."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from .ridge import _default_features, _dense, _feature_map
+    from ._default_map import _default_features
+    from .ridge import _dense, _feature_map
 
     owner = type(estimator).__name__
     source = _stream._source(estimator, X, y, fitting=True)

@@ -27,6 +27,7 @@ from ._encoding import warn_unknown_categories
 from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, PLACEHOLDER_IN_FILE, TooManyCategoriesError, listing
 from ._source_scaling import fit_scaler
 from ._streaming import validation_mask
+from ._text_dates import REFIT_ENCODING
 from ._validation import final_estimator
 from .cli import CommandLineError
 from .distributed import process_group
@@ -317,7 +318,7 @@ _NEW_DATA_ADVICE = (
     (LEAVE_OUT, _REFIT_WITHOUT),
     (DROP_OR_ENCODE, "the model was fitted with --missing error, so it has no encoding for missing values: fill them "
      "in or drop their rows, or refit the model with rffkit fit ... --missing encode (the default)"),
-    ("refit the encoding on these data", "refit the model on data that hold such values (rffkit fit)"),
+    (REFIT_ENCODING, "refit the model on data that hold such values (rffkit fit)"),
 )
 
 

@@ -82,7 +82,7 @@ def parse_settings(items):
 def configure(estimator, settings, n_columns):
     """Set ``settings`` on ``estimator``, naming the valid parameters when one is unknown."""
     from .features import RandomFourierFeatures
-    from .ridge import _default_features
+    from ._default_map import _default_features
 
     params = estimator.get_params(deep=True)
     default_map = "features" in params and params["features"] is None

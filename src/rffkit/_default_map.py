@@ -4,15 +4,23 @@
 when not None, sets the width of that map or overrides the ``n_components`` of a map given as
 ``features`` (:func:`with_width`), as ``random_state`` overrides its seed. :func:`map_width`
 is the width a fit will use and :func:`width_parameter` the parameter that lowers it, for
-the messages that advise doing so.
+the messages that advise doing so. :func:`default_features` builds the map ``features=None``
+stands for, and :func:`warn_if_scales_differ` says when its one length scale cannot suit the columns.
 """
 
 from __future__ import annotations
 
 import numbers
 
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import fit_warning
+from .features import RandomFourierFeatures
+
 __all__ = [
-    "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "map_width", "width_parameter", "with_width",
+    "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "default_features", "map_width",
+    "warn_if_scales_differ", "width_parameter", "with_width",
 ]
 
 #: Components of the default feature map (``features=None``, ``n_components=None``).
@@ -100,3 +108,77 @@ class DefaultFeatureMap:
                 "n_components=500, length_scale=...), whose parameters features__... then set (in a grid too)."
             )
         return super().set_params(**params)
+
+
+def default_features(X, random_state):
+    """The feature map used when ``features=None`` (an estimator's ``n_components``, when given, sets its width).
+
+    Gaussian random Fourier features with ``DEFAULT_N_COMPONENTS`` (500) components and
+    the length scale of scikit-learn's ``gamma='scale'``: ``gamma = 1 / (p var(X))``,
+    i.e. ``length_scale = sqrt(p var(X) / 2)`` (``1`` if ``X`` is constant).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Training inputs; only their width and overall variance are used.
+    random_state : int, RandomState instance or None
+        Passed to the feature map.
+
+    Returns
+    -------
+    RandomFourierFeatures
+        Unfitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> features = default_features(np.array([[0.0, 2.0], [2.0, 0.0]]), random_state=0)
+    >>> features.n_components, features.length_scale
+    (500, 1.0)
+    """
+    variance = float(X.var()) if not sp.issparse(X) else float(X.toarray().var())
+    return _default_features(X.shape[1], variance, random_state)
+
+
+def _default_features(n_features, variance, random_state):
+    spread = n_features * variance
+    length_scale = float(np.sqrt(spread / 2.0)) if spread > 0 else 1.0
+    return RandomFourierFeatures(
+        n_components=DEFAULT_N_COMPONENTS, length_scale=length_scale, random_state=random_state
+    )
+
+
+#: Ratio of the pooled variance (which sets the default map's single length scale) to the median
+#: column's past which that length scale is too wide for most columns.
+_SCALE_RATIO = 1e3
+
+
+def warn_if_scales_differ(estimator, X):
+    """Warn when one length scale for all columns (the default map's, from the variance of all entries
+    of ``X`` pooled) cannot suit them: past :data:`_SCALE_RATIO` times the median variance of the
+    columns (of those not 0/1 indicators, when there are such), the kernel is nearly flat along most
+    columns. Unscaled units, a column far from zero or one outlier do it; the column that adds most
+    to the pooled variance is named."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    variances = np.var(X, axis=0, dtype=np.float64)
+    varying = variances > 0  # constant columns take no part in the kernel
+    indicators = np.all((X == 0) | (X == 1), axis=0)
+    reference = variances[varying & ~indicators] if np.any(varying & ~indicators) else variances[varying]
+    if reference.shape[0] == 0 or X.shape[1] < 2:
+        return
+    median = float(np.median(reference))
+    means = np.mean(X, axis=0, dtype=np.float64)
+    shares = variances + np.square(means - means.mean())  # each column's part of the pooled variance
+    pooled = float(shares.mean())
+    if not pooled > _SCALE_RATIO * median:
+        return
+    largest = int(np.argmax(shares))
+    names = getattr(estimator, "feature_names_in_", None)
+    column = f"column {names[largest]!r}" if names is not None else f"column {largest}"
+    fit_warning(
+        f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by the "
+        f"variance of all their values pooled, {pooled:.3g}, which is {pooled / median:.3g} times the median "
+        f"column's; {column} adds the most to it (unscaled units, values far from zero, or an outlier), and the "
+        "kernel is then nearly flat along the other columns. Standardise the inputs "
+        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass "
+        "features=RandomFourierFeatures(length_scale=[...]) with one length scale per column.", UserWarning)

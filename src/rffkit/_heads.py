@@ -79,6 +79,20 @@ def paired_gain(losses, new_losses, z):
     return float(gain.mean()), float(z * gain.std() / math.sqrt(n)), n
 
 
+def with_linear(layer):
+    """``layer`` with its linear columns (itself when it has them): where the linear-only model is fitted."""
+    return layer if layer.has_linear else layer.replace(linear=True)
+
+
+@torch.no_grad()
+def linear_only(heads, layer):
+    """``(linear_layer, head, losses)``: the linear-only model on ``layer``'s inputs, its head fitted by
+    ``heads`` (``fit_linear``) and its per-sample validation losses (None without a validation split)."""
+    linear_layer = with_linear(layer)
+    head = heads.fit_linear(linear_layer)
+    return linear_layer, head, heads.validation_losses(head, linear_layer)
+
+
 @torch.no_grad()
 def reduce_to_linear(heads, layer, head, *, z=0.0, kernel_wins=None, linear_heads=None):
     """``(layer, head, reduced)``: the linear-only model unless the kernel model beats it.
@@ -97,12 +111,10 @@ def reduce_to_linear(heads, layer, head, *, z=0.0, kernel_wins=None, linear_head
     """
     if (kernel_wins is None and not heads.validated) or not bool((layer.relevances.detach() != 0).any()):
         return layer, head, False
-    linear_layer = layer if layer.has_linear else layer.replace(linear=True)
-    linear_head = None
+    linear_layer, linear_head = with_linear(layer), None
     if kernel_wins is None:
-        linear_head = heads.fit_linear(linear_layer)
-        mean, threshold, _ = paired_gain(heads.validation_losses(linear_head, linear_layer),
-                                         heads.validation_losses(head, layer), z)
+        linear_layer, linear_head, linear_loss = linear_only(heads, layer)
+        mean, threshold, _ = paired_gain(linear_loss, heads.validation_losses(head, layer), z)
         kernel_wins = mean > threshold
     if kernel_wins:
         return layer, head, False

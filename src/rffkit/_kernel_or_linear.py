@@ -47,7 +47,7 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from ._heads import _joined, linear_inputs, paired_gain, reduce_to_linear
+from ._heads import _joined, linear_inputs, paired_gain, reduce_to_linear, with_linear
 from ._validation import SEED_BOUND
 
 __all__ = ["folds_of", "judge_by_cross_validation", "kernel_or_linear"]
@@ -126,8 +126,7 @@ def _held_out_losses(model, X, target, train, test, make_heads):
     else:
         kernel = (torch.as_tensor(model.predict(X[test].numpy())) - target[test, 0]) ** 2
     # the fold's linear-only model on the features its kernel model kept, in its standardisation
-    layer = model.model_.rff
-    layer = layer if layer.has_linear else layer.replace(linear=True)
+    layer = with_linear(model.model_.rff)
     if len(linear_inputs(layer)[0]) == 0:  # the fold's model kept no input: its linear model is a constant
         return kernel, _constant_losses(target[train], target[test])
     Xs = torch.as_tensor(model._standardise(X.numpy()))

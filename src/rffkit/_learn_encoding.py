@@ -12,8 +12,9 @@ import pyarrow.compute as pc
 from ._column_kinds import as_text, column_kind, numbers, text_values
 from ._io_base import (
     DECIMAL_IN_FILE, LEAVE_OUT, NAME_CATEGORICAL, NUMBERS_IN_TEXT_MIN, PLACEHOLDER_IN_FILE, DataSourceError,
-    NumbersInText, RowNumbers, TooManyCategoriesError, check_finite, warn_user,
+    NumbersInText, TooManyCategoriesError, check_finite, warn_user,
 )
+from ._row_labels import RowNumbers
 from ._text_dates import NAME_ANOTHER_FORM, text_column_numbers
 
 __all__ = ["learn_encoding"]

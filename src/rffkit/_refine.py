@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from ._dense import cos, matmul, sin
-from ._heads import RidgeHeads, linear_inputs, paired_gain
+from ._heads import RidgeHeads, linear_inputs, linear_only, paired_gain, with_linear
 from ._ridge import fit_ridge_head
 from ._search import screening_n_components
 from ._settings import DEFAULT_SETTINGS
@@ -230,10 +230,9 @@ def _linear_is_better(layer, heads, loss, z):
     :data:`_SKIP_MIN_ROWS` rows (False without a validation split, or with ``z`` None)."""
     if z is None or loss is None:
         return False
-    linear_layer = layer if layer.has_linear else layer.replace(linear=True)
-    if len(linear_inputs(linear_layer)[0]) == 0:  # every relevance is zero: no linear model to compare
+    if len(linear_inputs(with_linear(layer))[0]) == 0:  # every relevance is zero: no linear model to compare
         return False
-    linear_loss = heads.validation_losses(heads.fit_linear(linear_layer), linear_layer)
+    _, _, linear_loss = linear_only(heads, layer)
     gain, threshold, n_rows = paired_gain(loss, linear_loss, z)
     skip = gain > threshold and n_rows >= _SKIP_MIN_ROWS
     logger.debug("linear-only model: validation loss gain %.4g over the model (threshold %.4g, %d rows)%s",

@@ -409,7 +409,8 @@ def loo_sums(spectrum, alphas, Z, y):
     V = spectrum.eigenvectors
     dtype, device = V.dtype, V.device
     Z = Z.to(device=device, dtype=dtype) if isinstance(Z, torch.Tensor) else _dense_tensor(Z, dtype, device)
-    y = y.to(device=device, dtype=torch.float64) if isinstance(y, torch.Tensor) else _dense_tensor(y, torch.float64, device)
+    y = torch.as_tensor(y, dtype=torch.float64, device=device) if isinstance(y, torch.Tensor) \
+        else _dense_tensor(y, torch.float64, device)
     y = y.reshape(Z.shape[0], -1)
     Zc = Z - torch.as_tensor(spectrum.feature_mean, dtype=dtype, device=device)
     yc = (y - torch.as_tensor(spectrum.target_mean, dtype=torch.float64, device=device)).to(dtype)

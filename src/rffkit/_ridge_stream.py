@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._default_map import map_width, width_parameter
+from ._default_map import _default_features, default_features, map_width, warn_if_scales_differ, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
 from ._rffnet_stream import prediction_source
@@ -107,7 +107,7 @@ def _stream_features(estimator, source):
     if estimator.features is None:  # var(X) of the default length scale: one pass, all ranks
         moments = streamed_moments(source)
         variance = float(np.mean(moments.variance + (moments.mean - moments.mean.mean()) ** 2))
-    from .ridge import _default_features, _feature_map  # ridge imports this module
+    from .ridge import _feature_map  # ridge imports this module
 
     features = _feature_map(estimator, lambda: _default_features(source.n_features, variance, estimator.random_state))
     return fitted_on_first_chunk(features, source)
@@ -206,7 +206,7 @@ def _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, *, 
 
 def partial_fit(estimator, X, y):
     """:meth:`RFFRidge.partial_fit`: add a chunk of rows to the statistics, refit. Returns ``estimator``."""
-    from .ridge import _dense, _feature_map, _warn_if_scales_differ, default_features  # ridge imports this
+    from .ridge import _dense, _feature_map  # ridge imports this module
 
     owner = type(estimator).__name__
     first = not hasattr(estimator, "_statistics")
@@ -225,7 +225,7 @@ def partial_fit(estimator, X, y):
     if first:
         device = resolve_device(estimator.device, owner=owner)
         if estimator.features is None:
-            _warn_if_scales_differ(estimator, X)
+            warn_if_scales_differ(estimator, X)
         features = _feature_map(estimator, lambda: default_features(X, estimator.random_state)).fit(X)
         width = _dense(features.transform(X[:1])).shape[1]
         check_memory_budget(width, estimator.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,

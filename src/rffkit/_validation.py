@@ -142,9 +142,9 @@ def warn_if_float32_offset(owner, y, X_dtype):
 
 
 def _warn_row_label_columns(owner, X):
-    """A fit on a DataFrame: the row-label check that files get (:class:`rffkit._io_base.RowNumbers`) on
+    """A fit on a DataFrame: the row-label check that files get (:class:`rffkit._row_labels.RowNumbers`) on
     its numeric columns named as row labels are (R's ``rownames`` read with ``pd.read_csv``, an ``id``)."""
-    from ._io_base import ROW_LABEL_NAMES, RowNumbers
+    from ._row_labels import ROW_LABEL_NAMES, RowNumbers
 
     columns = getattr(X, "columns", None)
     if columns is None:

@@ -34,9 +34,9 @@ from ._io_base import (
     check_missing,
     listing,
     short,
-    warn_row_numbers,
 )
 from ._csv_dialect import CSVDialect, csv_dialect
+from ._row_labels import warn_row_numbers
 from ._table_files import TableLayout, expand_paths, file_format, inspect_file
 from ._table_source import TableSource
 

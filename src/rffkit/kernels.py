@@ -430,28 +430,13 @@ def check_length_scale(length_scale, n_features, *, owner):
     """
     scale = np.asarray(length_scale, dtype=np.float64)
     if scale.ndim == 1 and scale.shape[0] != n_features:
-        raise ValueError(
-            f"{owner}: length_scale has {scale.shape[0]} entries but X has "
-            f"{n_features} features; pass a scalar or one value per feature."
-        )
+        raise ValueError(f"{owner}: length_scale has {scale.shape[0]} entries but X has {n_features} features; "
+                         "pass a scalar or one value per feature.")
     if scale.ndim > 1:
         raise ValueError(f"{owner}: length_scale must be a scalar or a 1-D array.")
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-        raise ValueError(
-            f"{owner}: length_scale must be finite and strictly positive, got {length_scale!r}."
-        )
+        raise ValueError(f"{owner}: length_scale must be finite and strictly positive, got {length_scale!r}.")
     return scale
-
-
-def _points(X, name):
-    """``X`` as a float64 array of shape (n, d); a 1-D array is refused, as scikit-learn's kernels refuse it
-    (it is ambiguous: n points of one feature, or one point of n)."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        hint = f" For points of one feature pass {name}.reshape(-1, 1); for one point, {name}.reshape(1, -1)."
-        raise ValueError(f"kernel_matrix: {name} must be 2-D, (n_points, n_features); got shape {X.shape}."
-                         + (hint if X.ndim == 1 else ""))
-    return X
 
 
 def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
@@ -492,8 +477,13 @@ def kernel_matrix(kernel, X, Y=None, *, length_scale=1.0, chunk_size=None):
            [0.368, 1.   ]])
     """
     kernel = get_kernel(kernel)
-    X = _points(X, "X")
-    Y = X if Y is None else _points(Y, "Y")
+    X = np.asarray(X, dtype=np.float64)
+    Y = X if Y is None else np.asarray(Y, dtype=np.float64)
+    for name, points in (("X", X), ("Y", Y)):  # 1-D is ambiguous (n points or one), as scikit-learn's kernels say
+        if points.ndim != 2:
+            raise ValueError(f"kernel_matrix: {name} must be 2-D, (n_points, n_features); got shape {points.shape}."
+                             f" For points of one feature pass {name}.reshape(-1, 1); for one point, "
+                             f"{name}.reshape(1, -1).")
     if Y.shape[1] != X.shape[1]:
         raise ValueError(f"kernel_matrix: X has {X.shape[1]} features and Y {Y.shape[1]}; they must match.")
     scale = check_length_scale(length_scale, X.shape[1], owner="kernel_matrix")

@@ -21,64 +21,30 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from . import _ridge_stream
-from ._default_map import DEFAULT_N_COMPONENTS, FEATURE_MAP_PARAMETERS, DefaultFeatureMap, with_width
+from ._default_map import (
+    FEATURE_MAP_PARAMETERS,
+    DefaultFeatureMap,
+    default_features,
+    warn_if_scales_differ,
+    with_width,
+)
 from ._guards import atomic_fit, within_limits
 from ._ridge_path import gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._scoring import StreamedScore
 from ._validation import (
     SMALLEST_PENALTY,
     check_input,
-    fit_warning,
     resolve_device,
     takes_sparse,
     torch_dtype_for,
     warn_if_float32_offset,
 )
 from .distributed import local
-from .features import RandomFourierFeatures
 from .io import ArraySource, TableSource
 
 __all__ = ["RFFRidge", "default_features"]
 
 DEFAULT_ALPHAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
-
-
-def default_features(X, random_state):
-    """The feature map used when ``features=None`` (an estimator's ``n_components``, when given, sets its width).
-
-    Gaussian random Fourier features with ``DEFAULT_N_COMPONENTS`` (500) components and
-    the length scale of scikit-learn's ``gamma='scale'``: ``gamma = 1 / (p var(X))``,
-    i.e. ``length_scale = sqrt(p var(X) / 2)`` (``1`` if ``X`` is constant).
-
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (n_samples, n_features)
-        Training inputs; only their width and overall variance are used.
-    random_state : int, RandomState instance or None
-        Passed to the feature map.
-
-    Returns
-    -------
-    RandomFourierFeatures
-        Unfitted.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> features = default_features(np.array([[0.0, 2.0], [2.0, 0.0]]), random_state=0)
-    >>> features.n_components, features.length_scale
-    (500, 1.0)
-    """
-    variance = float(X.var()) if not sp.issparse(X) else float(X.toarray().var())
-    return _default_features(X.shape[1], variance, random_state)
-
-
-def _default_features(n_features, variance, random_state):
-    spread = n_features * variance
-    length_scale = float(np.sqrt(spread / 2.0)) if spread > 0 else 1.0
-    return RandomFourierFeatures(
-        n_components=DEFAULT_N_COMPONENTS, length_scale=length_scale, random_state=random_state
-    )
 
 
 def _feature_map(estimator, default):
@@ -119,46 +85,10 @@ def fitted_features(estimator, X, y=None):
         The features of ``X``.
     """
     if estimator.features is None:
-        _warn_if_scales_differ(estimator, X)
+        warn_if_scales_differ(estimator, X)
     features = _feature_map(estimator, lambda: default_features(X, estimator.random_state))
     Z = features.fit_transform(X, y) if y is not None else features.fit_transform(X)
     return features, Z
-
-
-#: Ratio of the pooled variance (which sets the default map's single length scale) to the median
-#: column's past which that length scale is too wide for most columns.
-_SCALE_RATIO = 1e3
-
-
-def _warn_if_scales_differ(estimator, X):
-    """Warn when one length scale for all columns (the default map's, from the variance of all entries
-    of ``X`` pooled) cannot suit them: past :data:`_SCALE_RATIO` times the median variance of the
-    columns (of those not 0/1 indicators, when there are such), the kernel is nearly flat along most
-    columns. Unscaled units, a column far from zero or one outlier do it; the column that adds most
-    to the pooled variance is named."""
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    variances = np.var(X, axis=0, dtype=np.float64)
-    varying = variances > 0  # constant columns take no part in the kernel
-    indicators = np.all((X == 0) | (X == 1), axis=0)
-    reference = variances[varying & ~indicators] if np.any(varying & ~indicators) else variances[varying]
-    if reference.shape[0] == 0 or X.shape[1] < 2:
-        return
-    median = float(np.median(reference))
-    means = np.mean(X, axis=0, dtype=np.float64)
-    shares = variances + np.square(means - means.mean())  # each column's part of the pooled variance
-    pooled = float(shares.mean())
-    if not pooled > _SCALE_RATIO * median:
-        return
-    largest = int(np.argmax(shares))
-    names = getattr(estimator, "feature_names_in_", None)
-    column = f"column {names[largest]!r}" if names is not None else f"column {largest}"
-    fit_warning(
-        f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by the "
-        f"variance of all their values pooled, {pooled:.3g}, which is {pooled / median:.3g} times the median "
-        f"column's; {column} adds the most to it (unscaled units, values far from zero, or an outlier), and the "
-        "kernel is then nearly flat along the other columns. Standardise the inputs "
-        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass "
-        "features=RandomFourierFeatures(length_scale=[...]) with one length scale per column.", UserWarning)
 
 
 def _is_stream(X):
