@@ -306,8 +306,7 @@ def _many_categories():
 #: ``rffkit predict`` and ``score`` say instead: the model's columns and encoding are fixed.
 _REFIT_WITHOUT = "the model needs the column: correct it in the data, or refit the model without it (rffkit fit ... " \
     "--exclude COL)"
-#: A text column the model read as numbers: the values may be codes (helper-42: Cars93's Cylinders, 3 to 8 or
-#: 'rotary', read as numbers from a training split without the rotary car).
+#: A text column the model read as numbers may hold codes (Cars93's Cylinders: 3 to 8, or 'rotary').
 _REFIT_AS_CATEGORIES = ("the model read the column as numbers: correct it in the data; if its values are categories "
                         "(codes), refit the model naming it (rffkit fit ... --categorical COL); or refit the model "
                         "without it (rffkit fit ... --exclude COL)")
