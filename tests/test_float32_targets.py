@@ -41,3 +41,19 @@ def test_a_target_float32_cannot_resolve_is_named(make):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         make().fit(X, y + 1e8)  # float64 predictions resolve it
+
+
+@pytest.mark.parametrize("selection", ["gcv", "holdout"])
+def test_a_streamed_fit_names_a_target_float32_cannot_resolve(selection):
+    """A streamed RFFRidge (an ArraySource, or holdout selection on arrays) keeps no y, only its sums:
+    it warns from the targets' moments, as the fit in memory does from y."""
+    from rffkit.io import ArraySource
+
+    X, y = _data(300, 0)
+    X32 = X.astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="float32"):
+        RFFRidge(n_components=20, random_state=0, alpha_selection=selection).fit(ArraySource(X32, y + 1e8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        RFFRidge(n_components=20, random_state=0, alpha_selection=selection).fit(ArraySource(X32, y + 1e4))
+        RFFRidge(n_components=20, random_state=0, alpha_selection=selection).fit(ArraySource(X, y + 1e8))

@@ -928,6 +928,8 @@ def test_dates_that_do_not_exist_and_other_edges_of_dates_written_as_text(tmp_pa
     with pytest.raises(DataSourceError, match=r"holds '2009.58' at row 1, .* correct the value, or name the form its "
                                               r"dates are written in \(dates=\{column: format\} in Python"):
         open_table(tmp_path / "years.csv", target="y", dates={"date": "%Y"}, missing="encode")
+    with pytest.raises(DataSourceError, match=r"holds '2009.58' at row 1, .* correct the value, or name the form"):
+        open_table(tmp_path / "years.csv", target="y", dates={"date": "%Y"}, missing="error")  # read at the fit too
     pa_csv.write_csv(pa.table({"d": ["01/31/2020", " 2/3/2020 "], "y": [1.0, 2.0]}), tmp_path / "padded.csv")
     np.testing.assert_array_equal(next(open_table(tmp_path / "padded.csv", target="y").iter_chunks()).X[:, 0],
                                   [18292.0, 18295.0])  # a leading zero or not, spaces around: the same dates

@@ -4,6 +4,8 @@ Tolerances: float64 paths agree with the references to rtol 1e-6 (they differ on
 rounding in an eigendecomposition vs. a direct solve); float32 to rtol 1e-3.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -449,13 +451,24 @@ def test_the_searched_layers_gram_serves_its_linear_term_once():
     assert memo.share(linear).known is None  # handed out once
 
 
+def _in_memory(X, y):
+    return (X, y)
+
+
+def _streamed(X, y):
+    from rffkit.io import ArraySource
+
+    return (ArraySource(X, y),)
+
+
+@pytest.mark.parametrize("rows", [_in_memory, _streamed], ids=["in_memory", "streamed"])
 @pytest.mark.parametrize("make", [lambda: RFFRidge(random_state=0), lambda: RFFClassifier(random_state=0)],
                          ids=["ridge", "classifier"])
-def test_one_outlier_that_sets_the_default_length_scale_is_named(make):
+def test_one_outlier_that_sets_the_default_length_scale_is_named(make, rows):
     """One value of 1e4 among 200 standard-normal rows sets the default map's pooled length scale (1.41 -> 500)
-    and the model predicts the mean (helper-43: R^2 0.91 -> 0.00): the fit names the column. Standardised
-    inputs, and one-hot columns beside them (max / median column variance 30-42 on bench_real's ames
-    and tv16 pipelines), fit without a word."""
+    and the model predicts the mean (helper-43: R^2 0.91 -> 0.00): the fit names the column, in memory and
+    streamed (from the column moments of its one pass). Standardised inputs, and one-hot columns beside them
+    (max / median column variance 30-42 on bench_real's ames and tv16 pipelines), fit without a word."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 4))
     y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2
@@ -463,10 +476,12 @@ def test_one_outlier_that_sets_the_default_length_scale_is_named(make):
     outlier = X.copy()
     outlier[0, 2] = 1e4
     with pytest.warns(UserWarning, match="times the median column's; column 2 adds the most to it"):
-        make().fit(outlier, target)
+        make().fit(*rows(outlier, target))
     shifted = X.copy()
     shifted[:, 1] += 2000.0  # unit variance, far from zero: the pooled variance is about 8e5 (helper-44)
     with pytest.warns(UserWarning, match="column 1 adds the most to it"):
-        make().fit(shifted, target)
+        make().fit(*rows(shifted, target))
     levels = np.eye(400)[rng.integers(0, 400, 200)]  # rare one-hot levels beside standardised numbers
-    make().fit(np.column_stack([X, levels, np.zeros(200)]), target)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*length scale for all columns")
+        make().fit(*rows(np.column_stack([X, levels, np.zeros(200)]), target))

@@ -1,5 +1,7 @@
 """TableSource.standardized: a source's columns scaled as ``rffkit fit`` scales them for the ridge models."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,7 +100,11 @@ def test_the_scaler_check_allows_rounding_and_other_scalers(tmp_path):
     X = np.concatenate([chunk.X for chunk in open_table(path, target="length")])
     for scaler in (StandardScaler(with_std=False).fit(X), MinMaxScaler().fit(X)):
         scaled = open_table(path, target="length").standardized(scaler)
-        fitted = rffkit.RFFRidge(random_state=0).fit(scaled)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fitted = rffkit.RFFRidge(random_state=0).fit(scaled)
+        # centred only, the grams (in the thousands) set the default map's one length scale: the fit says so
+        assert any("length scale for all columns" in str(w.message) for w in caught) == (scaler.scale_ is None)
         assert fitted.predict(scaled).shape == (900,)
         with pytest.raises(ValueError, match="another scaler"):
             fitted.predict(open_table(path, target="length").standardized())

@@ -230,7 +230,8 @@ def fit_rff_classifier_stream(estimator, X, y):
     """Fit an RFFClassifier on a source: its feature map, then L-BFGS on every row. Returns it."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from ._default_map import _default_features
+    from ._default_map import default_features_from_moments
+    from ._source_checks import source_names
     from .ridge import _dense, _feature_map
 
     owner = type(estimator).__name__
@@ -239,11 +240,8 @@ def fit_rff_classifier_stream(estimator, X, y):
     first = label_pass(source, owner, sample_rows=(PRECONDITIONER_ROWS, 1), validation_fraction=0.0, seed=0)
     if first.n_rows < 2:
         raise ValueError(f"{owner}: the source has {first.n_rows} row(s); at least 2 are needed.")
-    moments = first.x_moments
-    variance = float(np.mean(moments.variance + (moments.mean - moments.mean.mean()) ** 2))
-    features = fitted_on_first_chunk(
-        _feature_map(estimator, lambda: _default_features(source.n_features, variance, estimator.random_state)),
-        source)
+    features = fitted_on_first_chunk(_feature_map(estimator, lambda: default_features_from_moments(
+        estimator, source.n_features, first.x_moments, source_names(source))), source)
 
     def transform(X_block):
         return as_tensor(_dense(features.transform(X_block)), dtype=torch.float64, device=device)

@@ -19,8 +19,9 @@ from ._validation import fit_warning
 from .features import RandomFourierFeatures
 
 __all__ = [
-    "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "default_features", "map_width",
-    "warn_if_scales_differ", "width_parameter", "with_width",
+    "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "default_features",
+    "default_features_from_moments", "map_width",
+    "pooled_variance", "warn_if_moments_differ", "warn_if_scales_differ", "width_parameter", "with_width",
 ]
 
 #: Components of the default feature map (``features=None``, ``n_components=None``).
@@ -148,6 +149,14 @@ def _default_features(n_features, variance, random_state):
     )
 
 
+def default_features_from_moments(estimator, n_features, moments, names=None):
+    """The map ``features=None`` stands for in a streamed fit, from ``moments`` (a
+    :class:`~rffkit._streaming.RunningMoments` of every training row's inputs), after the warning of
+    :func:`warn_if_moments_differ` where its one length scale cannot suit the columns."""
+    warn_if_moments_differ(estimator, moments.mean, moments.variance, names)
+    return _default_features(n_features, pooled_variance(moments.mean, moments.variance), estimator.random_state)
+
+
 #: Ratio of the pooled variance (which sets the default map's single length scale) to the median
 #: column's past which that length scale is too wide for most columns.
 _SCALE_RATIO = 1e3
@@ -155,30 +164,42 @@ _SCALE_RATIO = 1e3
 
 def warn_if_scales_differ(estimator, X):
     """Warn when one length scale for all columns (the default map's, from the variance of all entries
-    of ``X`` pooled) cannot suit them: past :data:`_SCALE_RATIO` times the median variance of the
-    columns (of those not 0/1 indicators, when there are such), the kernel is nearly flat along most
-    columns. Unscaled units, a column far from zero or one outlier do it; the column that adds most
-    to the pooled variance is named."""
+    of ``X`` pooled) cannot suit them (:func:`warn_if_moments_differ`, on ``X``'s column moments)."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    variances = np.var(X, axis=0, dtype=np.float64)
+    warn_if_moments_differ(estimator, np.mean(X, axis=0, dtype=np.float64), np.var(X, axis=0, dtype=np.float64),
+                           getattr(estimator, "feature_names_in_", None))
+
+
+def pooled_variance(means, variances):
+    """The variance of all entries of a table pooled, from its columns' means and variances (ddof 0)."""
+    return float(np.mean(variances + np.square(means - np.mean(means))))
+
+
+def warn_if_moments_differ(estimator, means, variances, names=None):
+    """Warn when one length scale for all columns, set by their :func:`pooled_variance`, cannot suit
+    them: past :data:`_SCALE_RATIO` times the median variance of the columns (of those not 0/1
+    indicators, when there are such: :func:`~rffkit._source_scaling.zero_one`), the kernel is nearly
+    flat along most columns. Unscaled units, a column far from zero or one outlier do it; the column
+    that adds most to the pooled variance is named (by ``names`` where given)."""
+    from ._source_scaling import zero_one
+
+    means, variances = np.asarray(means, dtype=np.float64), np.asarray(variances, dtype=np.float64)
     varying = variances > 0  # constant columns take no part in the kernel
-    indicators = np.all((X == 0) | (X == 1), axis=0)
+    indicators = zero_one(means, variances)
     reference = variances[varying & ~indicators] if np.any(varying & ~indicators) else variances[varying]
-    if reference.shape[0] == 0 or X.shape[1] < 2:
+    if reference.shape[0] == 0 or means.shape[0] < 2:
         return
     median = float(np.median(reference))
-    means = np.mean(X, axis=0, dtype=np.float64)
     shares = variances + np.square(means - means.mean())  # each column's part of the pooled variance
     pooled = float(shares.mean())
     if not pooled > _SCALE_RATIO * median:
         return
     largest = int(np.argmax(shares))
-    names = getattr(estimator, "feature_names_in_", None)
     column = f"column {names[largest]!r}" if names is not None else f"column {largest}"
     fit_warning(
         f"{type(estimator).__name__}: the default feature map has one length scale for all columns, set by the "
         f"variance of all their values pooled, {pooled:.3g}, which is {pooled / median:.3g} times the median "
         f"column's; {column} adds the most to it (unscaled units, values far from zero, or an outlier), and the "
         "kernel is then nearly flat along the other columns. Standardise the inputs "
-        "(sklearn.preprocessing.StandardScaler in a pipeline) or pass "
+        "(sklearn.preprocessing.StandardScaler in a pipeline, or source.standardized() for a table source) or pass "
         "features=RandomFourierFeatures(length_scale=[...]) with one length scale per column.", UserWarning)

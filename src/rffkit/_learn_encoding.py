@@ -54,8 +54,9 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
     * With ``missing='encode'``, the mean of each numeric column over its values (its fill
       value; 0 for a column with none) and which of them have a missing value (null or
       NaN; they get an indicator). A numeric column that holds the row numbers draws a
-      warning (:class:`RowNumbers`). With ``missing='error'`` the numeric columns are not
-      read, and a null in a text column raises :class:`MissingValueError`.
+      warning (:class:`RowNumbers`). With ``missing='error'`` only the dates among the numeric
+      columns are read (a value that is no date of its form raises here, with the advice of a
+      fit rather than of new data), and a null in a text column raises :class:`MissingValueError`.
 
     Returns
     -------
@@ -75,6 +76,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                                       f"distinct values; {LEAVE_OUT}, or raise max_categories.", column, max_categories)
 
     dates = dates or {}
+    date_checks = [] if encode else [column for column in numeric if column in dates]  # read, but not summed
 
     def read(array, column, rows):
         if column not in dates:
@@ -112,6 +114,8 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                 values, present = values[mask], present[mask]
             totals[0] += float(values[present].sum())
             totals[1] += int(present.sum())
+        for column in date_checks:
+            read(batch.column(column), column, rows)
     for column in categorical:
         message = checks[column].message(PLACEHOLDER_IN_FILE, NAME_CATEGORICAL, decimal)
         if message is not None:

@@ -199,6 +199,13 @@ class RidgeStatistics:
             setattr(self, name, getattr(self, name) + getattr(other, name).to(self.device))
         return self
 
+    def target_moments(self):
+        """The mean and standard deviation (ddof 0) of each target over the rows seen: float64 arrays."""
+        self._require_rows()
+        n, sy = self.count, self.target_sum
+        variance = torch.clamp(self.target_squares - sy * sy / n, min=0.0) / n
+        return (self.target_shift + sy / n).cpu().numpy(), variance.sqrt().cpu().numpy()
+
     def _require_rows(self, at_least=1):
         if self.count < at_least:
             raise ValueError(f"RidgeStatistics: {self.count} row(s) seen; at least {at_least} "

@@ -19,7 +19,9 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._default_map import _default_features, default_features, map_width, warn_if_scales_differ, width_parameter
+from ._default_map import (
+    default_features, default_features_from_moments, map_width, warn_if_scales_differ, width_parameter,
+)
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
 from ._rffnet_stream import prediction_source
@@ -40,7 +42,9 @@ from ._sufficient import (
 )
 from ._source_checks import prediction_chunks, record_source_columns
 from ._input_messages import regression_target
-from ._validation import check_input, check_magnitude, resolve_device, seed_from_random_state, warn_if_few_rows
+from ._validation import (
+    check_input, check_magnitude, resolve_device, seed_from_random_state, warn_if_few_rows, warn_if_float32_offset,
+)
 from .distributed import broadcast_object, local
 from .exceptions import ChunkedFitWarning
 from .io import ArraySource, TableSource
@@ -103,14 +107,14 @@ def _training_source(estimator, X, y):
 
 def _stream_features(estimator, source):
     """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
-    variance = None
-    if estimator.features is None:  # var(X) of the default length scale: one pass, all ranks
-        moments = streamed_moments(source)
-        variance = float(np.mean(moments.variance + (moments.mean - moments.mean.mean()) ** 2))
+    from ._source_checks import source_names
     from .ridge import _feature_map  # ridge imports this module
 
-    features = _feature_map(estimator, lambda: _default_features(source.n_features, variance, estimator.random_state))
-    return fitted_on_first_chunk(features, source)
+    def default():  # var(X) of the default length scale: one pass, all ranks
+        return default_features_from_moments(estimator, source.n_features, streamed_moments(source),
+                                             source_names(source))
+
+    return fitted_on_first_chunk(_feature_map(estimator, default), source)
 
 
 def transform_on(features, device):
@@ -172,6 +176,8 @@ def _solve_statistics(estimator, features, alphas, train, heldout, loo_pass, *, 
     if train.count < 2:
         raise ValueError(f"{owner}: {train.count} training row(s); at least 2 are needed.")
     warn_if_few_rows(owner, train.count + (0 if heldout is None else heldout.count))
+    if estimator.fit_intercept:  # the training rows' moments: the held-out ones are a sample of the same
+        warn_if_float32_offset(owner, None, np_dtype, moments=train.target_moments())
     spectrum = train.spectrum()
     if estimator.alpha_selection is None:
         cv_values, best = None, np.zeros(train.n_targets, dtype=int)

@@ -67,10 +67,16 @@ def record_source_columns(estimator, source):
     estimator.n_features_in_ = source.n_features
     for name in ("feature_names_in_", "_source_scaling"):
         estimator.__dict__.pop(name, None)
-    if _named(source):
-        estimator.feature_names_in_ = np.asarray(source.feature_names, dtype=object)
+    names = source_names(source)
+    if names is not None:
+        estimator.feature_names_in_ = names
     if isinstance(source, TableSource):
         estimator._source_scaling = _scaling(source)
+
+
+def source_names(source):
+    """The column names of ``source`` where it has names of its own (:func:`_named`), else None."""
+    return np.asarray(source.feature_names, dtype=object) if _named(source) else None
 
 
 def _named(source):

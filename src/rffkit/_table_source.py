@@ -315,7 +315,8 @@ class TableSource:
         dates = self.encoding.dates
         categorical = [name for name in columns if name not in dates
                        and (self._kinds[name] == "categorical" or name in self.encoding.categories)]
-        numeric = [name for name in columns if name not in categorical] if missing == "encode" else []
+        # the numeric columns' means under 'encode'; under 'error' only dates written as text, to read them at the fit
+        numeric = [name for name in columns if name not in categorical and (missing == "encode" or name in dates)]
         read = categorical + numeric
         drop = self.drop_missing_target and self.target is not None
         batches = self._raw_batches(read + ([self.target] if drop else []), self.chunk_rows, 0, 1) if read else ()

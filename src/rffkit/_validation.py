@@ -120,17 +120,21 @@ def fit_warning(message, category=UserWarning):
         pending.append((message, category))
 
 
-def warn_if_float32_offset(owner, y, X_dtype):
+def warn_if_float32_offset(owner, y, X_dtype, *, moments=None):
     """Warn when predictions in float32 (those of float32 inputs) cannot resolve ``y`` around its mean.
 
     The fit centres ``y`` in float64, but predictions come back in the dtype of ``X``,
     whose rounding at ``|mean|`` is ``2^-24 |mean|``: past 1% of ``y``'s spread they lose
     a visible part of the signal (a mean of 1e8 and a spread of 1 round to steps of 8).
+    A streamed fit, which keeps no ``y``, passes ``y=None`` and ``moments``: the means and
+    standard deviations of its targets.
     """
     if np.dtype(X_dtype) != np.float32:
         return
-    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-    means, spreads = np.abs(np.mean(y, axis=0)), np.std(y, axis=0)
+    if moments is None:
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        moments = np.mean(y, axis=0), np.std(y, axis=0)
+    means, spreads = np.abs(np.asarray(moments[0], dtype=np.float64)), np.asarray(moments[1], dtype=np.float64)
     ratios = means / np.maximum(spreads, 1e-300)  # per target: one target's mean against its own spread
     worst = int(np.argmax(ratios))
     mean, spread = means[worst], spreads[worst]
