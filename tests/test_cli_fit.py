@@ -341,6 +341,13 @@ def test_predict_on_shards_keeps_the_row_order(table_csv, tmp_path, capsys):
     assert shards["id"].to_pylist() == table["id"].to_pylist()
     assert shards["z"].to_pylist() == table["z"].to_pylist()
     assert shards["predicted_y"].to_pylist() == whole["predicted_y"].to_pylist()
+    # files named one by one keep the order given (helper-46: they had been sorted by path, so predictions for
+    # jan.csv feb.csv came out feb first); a glob's files come sorted, and a file named twice is read once
+    named = [tmp_path / f"part-{part}.csv" for part in (2, 0, 1)]
+    _run(capsys, "predict", tmp_path / "r.rffkit", *named, tmp_path / "part-*.csv", "--id", "id",
+         "--output", tmp_path / "given.csv")
+    given = pa_csv.read_csv(tmp_path / "given.csv")["id"].to_pylist()
+    assert given == table["id"].to_pylist()[250:] + table["id"].to_pylist()[:250]
 
 
 def test_a_streamed_pipeline_predicts_on_arrays_as_the_in_memory_one(table_csv, tmp_path, capsys):

@@ -111,15 +111,18 @@ def test_pandas_index_columns_are_not_features(table, tmp_path):
     assert open_table(tmp_path / "frame.parquet", target="y", features="a").feature_names == ["a"]
 
 
-def test_glob_list_and_directory_name_the_same_sorted_shards(table, tmp_path):
+def test_a_glob_or_directory_reads_its_shards_sorted_and_a_list_in_the_order_given(table, tmp_path):
     paths = _write(_numeric(table), tmp_path / "data", "part", sizes=[30, 30, 37])
     expected = _read_all(open_table(tmp_path / "data" / "*.parquet", target="y"))
-    pattern = str(tmp_path / "data" / "part-[01].parquet")
-    for spec in (str(tmp_path / "data"), list(reversed(paths)), [paths[2], pattern]):
-        X, y, rows = _read_all(open_table(spec, target="y"))
-        np.testing.assert_array_equal(X, expected[0])
-        np.testing.assert_array_equal(rows, np.arange(N_ROWS))
     np.testing.assert_array_equal(expected[0], _expected_X(table))
+    np.testing.assert_array_equal(_read_all(open_table(str(tmp_path / "data"), target="y"))[0], expected[0])
+    pattern = str(tmp_path / "data" / "part-[01].parquet")
+    for spec, order in ((list(reversed(paths)), [2, 1, 0]), ([paths[2], pattern], [2, 0, 1]),
+                        ([paths[1], pattern, paths[1]], [1, 0])):
+        X, y, rows = _read_all(open_table(spec, target="y"))
+        shards = np.split(expected[0], [30, 60])
+        np.testing.assert_array_equal(X, np.concatenate([shards[k] for k in order]))
+        np.testing.assert_array_equal(rows, np.arange(X.shape[0]))  # global rows count in reading order
 
 
 def test_directory_skips_hidden_and_underscore_files(table, tmp_path):

@@ -1,6 +1,6 @@
 """The files under a :class:`rffkit.io.TableSource`: found, checked, and read batch by batch.
 
-:func:`expand_paths` turns paths, globs and directories into a sorted list of files,
+:func:`expand_paths` turns paths, globs and directories into a list of files (in the order given),
 :func:`file_format` names their format (a CSV file's dialect: :mod:`rffkit._csv_dialect`), and
 :func:`inspect_file` reads one file's schema (and Parquet row groups). A
 :class:`TableLayout` holds what was found; it merges the kinds of each column over the files,
@@ -44,12 +44,13 @@ _FILESYSTEM = pa_fs.LocalFileSystem()
 
 
 def expand_paths(paths):
-    """Sorted absolute paths of every file named by a path, glob, directory, or list of them."""
+    """Absolute paths of every file named by a path, glob, directory, or list of them: in the order
+    given, the files of a glob or a directory in sorted order, each file once (where first named)."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not items:
         raise ValueError("open_table: paths is empty; give a file, a directory, a glob pattern "
                          "or a list of them.")
-    files = set()
+    files = {}  # insertion-ordered: a file named twice is read once, where first named
     for item in map(os.fspath, items):
         if os.path.isdir(item):
             found = _walk(item)
@@ -64,8 +65,8 @@ def expand_paths(paths):
                 raise FileNotFoundError(f"no file matches the pattern {item!r}.")
         else:
             raise FileNotFoundError(f"no such file or directory: {item!r}.")
-        files.update(os.path.abspath(name) for name in found)
-    return sorted(files)
+        files.update(dict.fromkeys(sorted(os.path.abspath(name) for name in found)))
+    return list(files)
 
 
 def _walk(folder):

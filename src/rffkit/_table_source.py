@@ -49,7 +49,7 @@ class TableSource:
     Attributes
     ----------
     files : list of str
-        Absolute paths in reading order (sorted).
+        Absolute paths in reading order (as given; a glob's or directory's sorted).
     format : {'parquet', 'csv', 'tsv'}
         Format of the files.
     target : str or None

@@ -161,7 +161,7 @@ def build_parser():
         "predict", help="predict with a saved model on CSV/Parquet files",
         description="Predict with a model saved by rffkit fit. The data need every column the model "
                     "was trained on (others are ignored); rows come in the order the files are "
-                    "read (sorted by path).")
+                    "given (a glob's or directory's files sorted by path).")
     predict.add_argument("model", metavar="MODEL")
     predict.add_argument("data", nargs="+", metavar="DATA")
     predict.add_argument("--output", required=True, metavar="FILE", help=".csv or .parquet")

@@ -66,7 +66,8 @@ def open_table(paths, target=None, *, features=None, exclude=None, categorical=N
     paths : str, path-like or list of them
         A file, a glob pattern (``"data/*.parquet"``, ``**`` recurses), a directory (every
         file below it, skipping names that start with '.' or '_'), or a list of these. The
-        files are read in sorted order of their absolute paths.
+        files are read in the order given, those of a glob or a directory in sorted order of
+        their paths (a file named twice is read once, where first named).
     target : str, optional
         Column holding the target; None for unsupervised use (``Chunk.y`` is None).
     features : list of str, optional
