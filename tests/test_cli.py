@@ -43,6 +43,16 @@ def test_demo_without_matplotlib_says_so_before_fitting(tmp_path, capsys, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # the demo's files went to a temporary folder
 
 
+def test_demo_keeps_its_default_chart_with_its_files(tmp_path, capsys, monkeypatch):
+    """With --dir the default chart goes there too (helper-46: it had gone to the current folder)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--n-samples", "300", "--dir", "kept"]) == 0
+    assert "bar chart of the relevances saved to kept/rffnet_relevances.png" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert (tmp_path / "kept" / "rffnet_relevances.png").stat().st_size > 1000
+
+
 def test_version_and_help(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])

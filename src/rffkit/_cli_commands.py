@@ -14,14 +14,14 @@ import types
 
 import numpy as np
 
-from ._cli_demo import demo
+from ._cli_demo import demo_command
 from ._cli_report import (
     Report, code_hints, model_file_lines, readable_size, relevance_lines, report_fit, report_inputs, swapped_arguments,
 )
 from ._cli_support import (
-    MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, choose_task, column_relevances, configure, describe_score,
-    estimators, leave_unscaled, load_model, parse_settings, predictions, proba_column, replaced_atomically,
-    summarise_target, takes_sources, unscaled_inputs,
+    MODEL_FORMAT, MODEL_VERSION, HeldOutScore, RowSplit, check_output_folder, choose_task, column_relevances,
+    configure, describe_score, estimators, leave_unscaled, load_model, parse_settings, predictions, proba_column,
+    replaced_atomically, summarise_target, takes_sources, unscaled_inputs,
 )
 from ._encoding import warn_unknown_categories
 from ._io_base import DROP_OR_ENCODE, LEAVE_OUT, PLACEHOLDER_IN_FILE, TooManyCategoriesError, listing
@@ -178,15 +178,6 @@ def _date_forms(dates):
     return dict(text.partition("=")[::2] for text in dates) or None
 
 
-def _check_output_folder(path, option="--output"):
-    """Refuse, before any work, an output path that cannot be written: a folder, or in a missing folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
-    if os.path.isdir(path):
-        raise CommandLineError(f"{option} {path!r} is a folder; give a file name.")
-
-
 def _refuse_overwriting(path, inputs, option="--output"):
     """Refuse an output path that names one of the command's input files, which it would replace."""
     for name in inputs:
@@ -204,7 +195,7 @@ def _backend(device):
 
 def fit_command(args):
     """``rffkit fit``: see ``rffkit fit --help``."""
-    _check_output_folder(args.output)
+    check_output_folder(args.output)
     settings = parse_settings(args.set)
     if not 0 <= args.test_size < 1:
         raise CommandLineError(f"--test-size must be at least 0 and below 1; got {args.test_size}.")
@@ -345,7 +336,7 @@ def predict_command(args):
     extension = os.path.splitext(args.output)[1].lower()
     if extension not in PREDICTION_FORMATS:
         raise CommandLineError(f"--output {args.output!r}: give a .csv or .parquet file name.")
-    _check_output_folder(args.output)
+    check_output_folder(args.output)
     with swapped_arguments(args):
         bundle = load_model(args.model)
     meta, model = bundle["meta"], bundle["estimator"]
@@ -435,7 +426,7 @@ def relevances_command(args):
     if args.top is not None and args.top < 1:
         raise CommandLineError(f"--top must be a positive number; got {args.top}.")
     if args.plot:
-        _check_output_folder(args.plot, "--plot")
+        check_output_folder(args.plot, "--plot")
         _refuse_overwriting(args.plot, [args.model], "--plot")
         try:
             from matplotlib.figure import Figure
@@ -487,14 +478,4 @@ def info_command(args):
         return 0
     lines = model_file_lines(args.model, header, meta, model)
     print("\n".join(lines))
-    return 0
-
-
-def demo_command(args):
-    """``rffkit demo``: see ``rffkit demo --help``."""
-    if args.plot:
-        _check_output_folder(args.plot, "--plot")
-    if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
-        raise CommandLineError(f"--dir {args.dir!r} is a file; give a folder (it is made if missing).")
-    demo(args.n_samples, args.random_state, args.plot, args.dir)
     return 0

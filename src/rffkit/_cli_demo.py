@@ -17,9 +17,10 @@ import time
 
 import numpy as np
 
-from ._cli_support import replaced_atomically
+from ._cli_support import check_output_folder, replaced_atomically
+from .cli import CommandLineError
 
-__all__ = ["demo", "write_diabetes_csv"]
+__all__ = ["demo", "demo_command", "write_diabetes_csv"]
 
 
 def _matplotlib_or_message(plot):
@@ -129,3 +130,17 @@ def _command_line_demo(directory):
             print(f"$ rffkit {shlex.join(command)}", flush=True)
             if main(command) != 0:
                 raise RuntimeError(f"the demo's `rffkit {shlex.join(command)}` failed")
+
+
+def demo_command(args):
+    """``rffkit demo``: see ``rffkit demo --help``."""
+    if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
+        raise CommandLineError(f"--dir {args.dir!r} is a file; give a folder (it is made if missing).")
+    if args.plot is None:  # the default chart goes with the demo's other files
+        args.plot = os.path.join(args.dir or "", "rffnet_relevances.png")
+    if args.dir:
+        os.makedirs(args.dir, exist_ok=True)
+    if args.plot:
+        check_output_folder(args.plot, "--plot")
+    demo(args.n_samples, args.random_state, args.plot, args.dir)
+    return 0

@@ -29,7 +29,7 @@ from .persistence import ModelFileError, load
 __all__ = ["MODEL_FORMAT", "MODEL_VERSION", "estimators", "unscaled_inputs", "leave_unscaled",
            "parse_settings", "configure", "summarise_target", "choose_task", "takes_sources",
            "RowSplit", "HeldOutScore", "proba_column", "predictions", "describe_score", "column_relevances",
-           "load_model", "replaced_atomically"]
+           "load_model", "replaced_atomically", "check_output_folder"]
 
 MODEL_FORMAT = "rffkit-command-line"
 #: The newest command-line model file this rffkit reads and writes. Each file is written with the
@@ -483,3 +483,12 @@ def replaced_atomically(path):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def check_output_folder(path, option="--output"):
+    """Refuse, before any work, an output path that cannot be written: a folder, or in a missing folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CommandLineError(f"{option} {path!r}: the folder {folder!r} does not exist.")
+    if os.path.isdir(path):
+        raise CommandLineError(f"{option} {path!r} is a folder; give a file name.")

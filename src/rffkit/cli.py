@@ -202,12 +202,14 @@ def build_parser():
     run = commands.add_parser("demo", help="fit RFFNet on SE1, then run the command line on a file",
                               description="Fit RFFNet on the synthetic SE1 problem, then run rffkit "
                                           "fit, relevances and predict on the diabetes data.")
-    run.add_argument("--n-samples", type=int, default=10_000)
-    run.add_argument("--random-state", type=int, default=0)
-    run.add_argument("--plot", default="rffnet_relevances.png", metavar="FILE.png",
-                     help="bar chart of the SE1 relevances (default rffnet_relevances.png)")
-    run.add_argument("--no-plot", action="store_const", const="", dest="plot")
-    run.add_argument("--dir", metavar="DIR", help="keep the demo's files here")
+    run.add_argument("--n-samples", type=int, default=10_000, metavar="N",
+                     help="SE1's training rows (default 10000)")
+    run.add_argument("--random-state", type=int, default=0, metavar="SEED",
+                     help="seed of SE1's draw and of the fit (default 0)")
+    run.add_argument("--plot", metavar="FILE.png",
+                     help="bar chart of the SE1 relevances (default rffnet_relevances.png, in --dir when given)")
+    run.add_argument("--no-plot", action="store_const", const="", dest="plot", help="no bar chart")
+    run.add_argument("--dir", metavar="DIR", help="keep the demo's files here (made if missing)")
     run.set_defaults(run="demo_command")
     return parser
 
