@@ -94,6 +94,8 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
      ["column 'y' holds numbers and text"]),
     (FIT + ("--set", "max_iters=5"), ["RFFNetRegressor has no parameter 'max_iters'", "max_iter, memory_budget, n_components"]),
     (FIT + ("--set", "max_iter"), ["--set takes PARAMETER=VALUE"]),
+    (FIT + ("--model", "ridge", "--set", "n_components=50", "--set", "features__n_components=80"),
+     ["--set n_components=50 and features__n_components=80 both set the width", "give one of them"]),
     (FIT + ("--set", "max_iter=-3"), ["'max_iter' parameter of RFFNetRegressor must be"]),
     (FIT + ("--test-size", "1.5"), ["--test-size must be at least 0 and below 1"]),
     (("fit", "{d}/data.csv", "--target", "y", "--output", "{d}/nowhere/m.rffkit"), ["does not exist"]),

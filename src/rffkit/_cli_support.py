@@ -93,6 +93,11 @@ def configure(estimator, settings, n_columns):
     if unknown:
         raise CommandLineError(f"--set {unknown[0]}: {type(estimator).__name__} has no parameter {unknown[0]!r}; its "
                                f"parameters are {', '.join(sorted(valid))}.")
+    if "n_components" in settings and "features__n_components" in settings:
+        raise CommandLineError(
+            f"--set n_components={settings['n_components']!r} and features__n_components="
+            f"{settings['features__n_components']!r} both set the width of the feature map (n_components wins "
+            "over the map's own); give one of them.")
     if default_map and any(key.startswith("features__") for key in settings):
         # the map features=None builds, on standardised columns (variance 1); n_components still sets its width
         estimator.set_params(features=_default_features(n_columns, 1.0, None))
