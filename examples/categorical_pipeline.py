@@ -4,7 +4,8 @@ The diabetes data (bundled with scikit-learn) in original units, with two column
 into labels: ``sex`` (coded 1 or 2 in the data) and ``age`` binned into decades. A
 ColumnTransformer one-hot encodes the labels and standardises the numbers, so RFFNet sees
 one column per label; grouped_importances combines their shares per table column (by
-their norm for RFFNet: the weight of the column in the kernel's distance).
+their norm for RFFNet: the weight of the column in the kernel's distance, or, when RFFNet
+keeps its linear-only model as it does on these 331 rows, the size of its weights).
 Run: python examples/categorical_pipeline.py [--plot docs/relevances.png]
 """
 
@@ -33,7 +34,7 @@ def main(plot=None):
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
     model.fit(X_train, y_train)
     print(f"test R^2 {model.score(X_test, y_test):.3f}; RFFNet saw {model[-1].n_features_in_} columns "
-          f"made from the table's {X.shape[1]}")
+          f"made from the table's {X.shape[1]}; linear-only model: {model[-1].linear_only_}")
     norms = grouped_importances(model)  # largest first; 'norm' for RFFNet
     grouped = pd.DataFrame({how: grouped_importances(model, aggregate=how)[norms.index] for how in ("norm", "sum", "max")})
     print("relevance per table column (norm, sum and max of the shares of its one-hot columns):")
