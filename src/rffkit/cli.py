@@ -111,8 +111,10 @@ def _add_fit(commands):
                     "held-out score and relevances, and save it.")
     fit.add_argument("data", nargs="+", metavar="DATA", help="files, globs or directories")
     fit.add_argument("--target", required=True, metavar="COL", help="the column to predict")
-    fit.add_argument("--task", choices=["auto", "regression", "classification"], default="auto")
-    fit.add_argument("--model", choices=["rffnet", "ridge", "srff"], default="rffnet")
+    fit.add_argument("--task", choices=["auto", "regression", "classification"], default="auto",
+                     help="default auto: classes for text, booleans or at most 20 whole numbers, else regression")
+    fit.add_argument("--model", choices=["rffnet", "ridge", "srff"], default="rffnet",
+                     help="default rffnet (relevances learned); ridge: RFFRidge or RFFClassifier; srff: SRFFRegressor")
     columns = fit.add_mutually_exclusive_group()
     columns.add_argument("--features", nargs="+", metavar="COL",
                          help="the input columns (default: every column but the target)")
