@@ -358,8 +358,8 @@ NAME_CATEGORICAL = ("; or, if its numbers are codes, name it categorical (catego
                     "on the command line)")
 
 #: What a :class:`NumbersInText` message about a file's column goes on to say when text spoils the numbers.
-PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write missing values as empty cells and drop or "
-                       "impute their rows, or correct the values")
+PLACEHOLDER_IN_FILE = (". Is that a placeholder for missing values? Write them as empty cells (which the command line "
+                       "and missing='encode' encode; else drop or impute their rows), or correct the values")
 
 
 def check_missing(missing, owner):
