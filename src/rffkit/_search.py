@@ -38,6 +38,7 @@ __all__ = [
     "marginal_r2",
     "SearchResult",
     "search_relevances",
+    "remembered",
 ]
 
 
@@ -346,7 +347,7 @@ class SearchResult:
 
 def search_relevances(
     layer, X, y, X_val, y_val, *, alpha, auto_alpha, max_iter, n_iter_no_change, tol, generator,
-    relevance_penalty=0.0, settings=DEFAULT_SETTINGS, progress=None, grams=None,
+    relevance_penalty=0.0, settings=DEFAULT_SETTINGS, progress=None, grams=None, memo=None,
 ):
     """The relevance search and, for ``alpha='auto'``, its retries; the best is kept.
 
@@ -367,7 +368,10 @@ def search_relevances(
     ``progress(search, m, s, gcv, score)`` is called after every iteration, with
     ``search`` a short label of the run (``'alpha=0.01, marginal start'``). ``grams`` (a
     :class:`rffkit._heads.KernelGramMemo` of heads on ``X``) keeps the Gram matrix of the last head's
-    features.
+    features. ``memo``, a dict shared by calls on the same data and settings, keeps the retries'
+    searched relevances by their penalty, start and generator state: a call that would repeat
+    one (the refined retry's, where both fall back to ``settings.fallback_alpha``) takes them
+    and the generator state it left instead, and fits only their head.
 
     Returns
     -------
@@ -377,7 +381,7 @@ def search_relevances(
     head_alpha = "auto" if auto_alpha else alpha
     uniform = layer.relevances.detach().clone()
 
-    def run(search_alpha, start, label, head_start):
+    def search(search_alpha, start, label):
         with torch.no_grad():
             layer.relevances.copy_(start)
         report = None if progress is None else (lambda *values: progress(label, *values))
@@ -385,6 +389,13 @@ def search_relevances(
             layer, X, y, X_val, y_val, alpha=search_alpha, max_iter=max_iter, n_iter_no_change=n_iter_no_change,
             tol=tol, generator=generator, relevance_penalty=relevance_penalty, settings=settings, progress=report,
         )
+        return history, layer.relevances.detach().clone()
+
+    def run(search_alpha, start, label, head_start, remember=False):
+        history, relevances = remembered(memo if remember else None, (search_alpha, start), generator,
+                                         lambda: search(search_alpha, start, label))
+        with torch.no_grad():
+            layer.relevances.copy_(relevances)
         share = None if grams is None else GramShare()
         with torch.no_grad():
             head = fit_ridge_head(layer(X), y, None if X_val is None else layer(X_val), y_val, head_alpha,
@@ -405,9 +416,24 @@ def search_relevances(
             for retry_alpha in settings.small_sample_alphas if small else (settings.fallback_alpha,):
                 for start, name in ((uniform, "uniform start"), (screened, "marginal start")):
                     # the retry's head penalty: a walk from the best head's (no eigendecomposition)
-                    retry = run(retry_alpha, start, f"alpha={retry_alpha:g}, {name}", head_start=best.head.alpha)
+                    retry = run(retry_alpha, start, f"alpha={retry_alpha:g}, {name}", best.head.alpha, remember=True)
                     if retry.head.score < best.head.score:
                         best = retry
     with torch.no_grad():
         layer.relevances.copy_(best.relevances)
     return best
+
+
+def remembered(memo, inputs, generator, compute):
+    """``compute()``, or what it returned before for the same ``inputs`` (numbers and tensors) and
+    ``generator`` state, with the generator then set to the state that call left it in. Without a
+    ``memo`` (None) it computes."""
+    if memo is None:
+        return compute()
+    key = tuple(value.detach().cpu().numpy().tobytes() if torch.is_tensor(value) else value for value in inputs)
+    key += (generator.get_state().numpy().tobytes(),)
+    if key not in memo:
+        memo[key] = (compute(), generator.get_state())
+    result, state = memo[key]
+    generator.set_state(state)
+    return result

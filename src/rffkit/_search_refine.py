@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ._heads import KernelGramMemo, RidgeHeads, paired_gain
 from ._refine import _Numbers, refine_layer
-from ._search import SearchResult, polish_relevances, search_relevances, stage_evaluations
+from ._search import SearchResult, polish_relevances, remembered, search_relevances, stage_evaluations
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
 
@@ -57,12 +57,14 @@ def _search_progress(progress):
     return report
 
 
-def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, progress):
+def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, progress, memo=None):
     """The relevance search of ``layer`` at ``alpha``, then the refinement moves: a :class:`Refined`.
 
     ``p`` is the fit's :class:`~rffkit._rffnet_base._Problem`, ``y_train`` and ``y_val``
     the least-squares targets the search fits; ``layer`` is the starting layer, which the
-    search leaves holding its relevances.
+    search leaves holding its relevances. ``memo`` (a dict shared by the runs of one fit) lets
+    a run whose search ends where an earlier run's did, with the generator in the same state,
+    take that run's moves instead of repeating them (:func:`rffkit._search.remembered`).
     """
     settings = estimator._settings
     # the searched layer's Gram matrix, for the linear-term move's ridge head
@@ -71,8 +73,16 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
         layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
         max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
         generator=p.generator, relevance_penalty=estimator.relevance_penalty, settings=settings,
-        progress=_search_progress(progress), grams=grams,
+        progress=_search_progress(progress), grams=grams, memo=memo,
     )
+    searched = (found.alpha, found.head.alpha, found.relevances)
+    return remembered(memo, searched, p.generator, lambda: _refined(estimator, p, layer, found, grams, y_train, y_val,
+                                                                      auto_alpha, progress))
+
+
+def _refined(estimator, p, layer, found, grams, y_train, y_val, auto_alpha, progress):
+    """The refinement moves of :func:`search_and_refine` on ``layer``, searched as ``found`` says."""
+    settings = estimator._settings
     surrogate = RidgeHeads(p.X_train, y_train, p.X_val, y_val, alpha="auto" if auto_alpha else found.alpha,
                            alphas=settings.alpha_grid, grams=grams)
     # the output heads judge the moves when a validation split can score them
@@ -118,15 +128,15 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
              and p.X_train.shape[0] > settings.first_stage_rows
              and (p.n_train_rows or p.X_train.shape[0]) <= settings.refined_retry_rows)
     start = p.layer.replace(relevances=p.layer.relevances.detach().clone()) if retry else None
-    draws = p.generator.get_state()
-    kept = search_and_refine(estimator, p, p.layer, y_train, y_val, alpha, auto_alpha, progress)
+    draws, memo = p.generator.get_state(), {}
+    kept = search_and_refine(estimator, p, p.layer, y_train, y_val, alpha, auto_alpha, progress, memo)
     if not retry:
         return kept
     kept_loss, after = kept.validation_loss, p.generator.get_state()
     for factor in settings.refined_retry_factors:
         p.generator.set_state(draws)  # the same screening rows and candidate frequencies
         layer = start.replace(relevances=start.relevances.detach().clone())
-        other = search_and_refine(estimator, p, layer, y_train, y_val, factor * alpha, auto_alpha, progress)
+        other = search_and_refine(estimator, p, layer, y_train, y_val, factor * alpha, auto_alpha, progress, memo)
         loss = other.validation_loss
         if loss < kept_loss:
             kept, kept_loss, after = other, loss, p.generator.get_state()
