@@ -121,13 +121,17 @@ def test_commands_in_a_new_process_read_the_model_file(tmp_path, capsys):
         assert "RFFNetRegressor" in done.stdout
     info = main_output(["info", str(model)])
     assert "(rffkit-model format version 1, command-line model version 2, written by" in info
-    # a reader that stops early (rffkit info MODEL | head -1) ends the command quietly, as SIGPIPE ends a Unix tool
-    reader = subprocess.Popen([sys.executable, "-m", "rffkit", "info", str(model)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
-    reader.stdout.close()  # before the command (still importing) writes: its output goes to a closed pipe
-    with reader.stderr:
-        error = reader.stderr.read()
-    assert reader.wait(timeout=120) == 141 and error == b"", error
+    # a reader that stops early (rffkit info MODEL | head -1, rffkit fit ... | head -5) does not stop the command:
+    # its output is dropped and a fit still writes its model (helper-46, helper-48)
+    refit = tmp_path / "again.rffkit"
+    for command in (["info", str(model)], ["fit", str(data), "--target", "progression", "--output", str(refit)]):
+        reader = subprocess.Popen([sys.executable, "-m", "rffkit", *command], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        reader.stdout.close()  # before the command (still importing) writes: its output goes to a closed pipe
+        with reader.stderr:
+            error = reader.stderr.read()
+        assert reader.wait(timeout=120) == 0 and error == b"", error
+    assert rffkit.load(refit)["meta"]["target"] == "progression"
 
 
 def main_output(argv):

@@ -293,8 +293,9 @@ def test_many_classes_and_coordinates_hold_rows_out_by_cross_validation():
 
 @pytest.mark.parametrize("alpha", ["auto", 1e-6])
 def test_an_unconverged_head_is_named_with_advice_that_fits_how_alpha_was_set(alpha):
-    """Under alpha='auto' the penalty was chosen by validation loss: 'a larger alpha helps' had contradicted the
-    choice (helper-47: on 32 classes the advised 1e-5 predicted worse, log-loss 0.0124 -> 0.0136)."""
+    """Where alpha='auto' chose the penalty by held-out loss, 'a larger alpha helps' had contradicted the choice
+    (helper-47: on 32 classes the advised 1e-5 predicted worse, log-loss 0.0124 -> 0.0136); where it fixed one
+    penalty (no validation split, over 1,000 rows: helper-48) the advice stands."""
     from types import SimpleNamespace
 
     from sklearn.exceptions import ConvergenceWarning
@@ -305,4 +306,6 @@ def test_an_unconverged_head_is_named_with_advice_that_fits_how_alpha_was_set(al
     advice = "alpha='auto' chose this penalty by the validation loss" if alpha == "auto" else "a larger alpha helps"
     with pytest.warns(ConvergenceWarning, match=f"at alpha=1e-06 stopped after 300 iterations .*; {advice}"):
         RFFNetClassifier(alpha=alpha)._warn_if_not_converged(SimpleNamespace(stopped_on_max_iter=False), "varpro",
-                                                             head)
+                                                             head, chosen=alpha == "auto")
+    with pytest.warns(ConvergenceWarning, match="; a larger alpha helps"):  # 'auto' without a grid: one fixed penalty
+        RFFNetClassifier()._warn_if_not_converged(SimpleNamespace(stopped_on_max_iter=False), "varpro", head)

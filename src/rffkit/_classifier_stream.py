@@ -212,7 +212,8 @@ def fit_rffnet_classifier_stream(estimator, X, y):
         LogisticHeads.install(model, head)
         _stream.finished_model(model, owner)
         # the search's own stop on max_iter was reported by the search on the sample
-        estimator._warn_if_not_converged(dataclasses.replace(history, stopped_on_max_iter=False), "varpro", head)
+        estimator._warn_if_not_converged(dataclasses.replace(history, stopped_on_max_iter=False), "varpro", head,
+                                         chosen=auto and validated)
         _stream.record_final_loss(history, loss, validated)  # its log-loss on every validation row
         set_fitted(estimator, source, standardise, first.classes, model, history, alpha, solver="varpro")
         estimator.best_validation_score_ = (

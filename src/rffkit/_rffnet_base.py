@@ -190,9 +190,10 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         """
         return None
 
-    def _warn_if_not_converged(self, history, solver, head=None):
+    def _warn_if_not_converged(self, history, solver, head=None, chosen=False):
         """ConvergenceWarning when a solver stopped on its iteration limit, at the user's call of ``fit``
-        (:func:`~rffkit._validation.fit_warning`), whichever fit path (in memory or streamed) reports it."""
+        (:func:`~rffkit._validation.fit_warning`), whichever fit path (in memory or streamed) reports it.
+        ``chosen``: the head's penalty was chosen from a grid by held-out loss (not given, nor fixed)."""
         name = type(self).__name__
         if history.stopped_on_max_iter:
             what = "Adam" if solver == "adam" else "the last stage of the relevance search (L-BFGS)"
@@ -205,7 +206,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             # under alpha='auto' the penalty was chosen by the validation loss of the head as it stands, and
             # a larger one converges but can predict worse (helper-47: 32 classes, log-loss 0.0124 -> 0.0136)
             advice = "a larger alpha helps"
-            if self.alpha == "auto":
+            if chosen:
                 advice = ("alpha='auto' chose this penalty by the validation loss of the head as it stands; a larger "
                           "fixed alpha converges, and may predict worse")
             fit_warning(
@@ -330,7 +331,9 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         model = RFFNetModule(layer, p.hidden, p.n_outputs, p.generator)
         heads.install(model, head)
         history = found.history
-        self._warn_if_not_converged(history, "varpro", head)
+        # the penalty is chosen on validation, or (without a split) by cross-validation when the heads hold a grid
+        chosen = auto_alpha and (p.X_val is not None or len(getattr(heads, "alphas", ())) > 1)
+        self._warn_if_not_converged(history, "varpro", head, chosen)
         if p.X_val is not None:
             with torch.no_grad():
                 outputs = model(p.X_val)

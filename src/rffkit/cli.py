@@ -232,29 +232,73 @@ def _warning_printer(rank="0"):
     return show
 
 
+class _ReaderMayLeave:
+    """Standard output whose reader may stop reading (``rffkit fit ... | head -5``): from the first write that
+    finds the pipe closed, the output goes to the null device and the command finishes its work (a fit still
+    writes its model file) instead of stopping with ``BrokenPipeError`` wherever it was."""
+
+    def __init__(self, stream):
+        self._stream, self._left = stream, False
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _leave(self):
+        self._left = True
+        try:  # the stream's own buffer is flushed at exit, into the null device rather than the closed pipe
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor (output captured in memory)
+            pass
+
+    def write(self, text):
+        if not self._left:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self):
+        if not self._left:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+
+class _output_to_a_reader_that_may_leave:
+    """``sys.stdout`` as :class:`_ReaderMayLeave` within the block, restored after it."""
+
+    def __enter__(self):
+        self._saved = sys.stdout
+        if not isinstance(sys.stdout, _ReaderMayLeave):
+            sys.stdout = _ReaderMayLeave(sys.stdout)
+
+    def __exit__(self, *exc):
+        sys.stdout = self._saved
+        return False
+
+
 def main(argv=None):
     """Run the command line on ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
     0 on success, 2 on an error the user can act on (one line on standard error starting
-    ``rffkit: error:``), 130 when interrupted, 141 when the reader of its output stopped
-    early (``rffkit info MODEL | head -1``), quietly. ``--help`` and ``--version`` exit by
-    ``SystemExit(0)``.
+    ``rffkit: error:``), 130 when interrupted. A reader of its output that stops early
+    (``rffkit info MODEL | head -1``) does not stop the command: the rest of the output is
+    dropped. ``--help`` and ``--version`` exit by ``SystemExit(0)``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     rank = os.environ.get("RANK", "0")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _output_to_a_reader_that_may_leave():
             warnings.showwarning = _warning_printer(rank)
             args = build_parser().parse_args(argv)
             args.argv = argv
             from . import _cli_commands  # torch and scikit-learn: only once a command runs
 
             return getattr(_cli_commands, args.run)(args)
-    except BrokenPipeError:  # the reader of standard output stopped early (rffkit info MODEL | head -1)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's last flush does not fail again
-        os.close(devnull)
-        return 141  # as a Unix tool ended by SIGPIPE, without a message
     except (CommandLineError, ValueError, OSError, MemoryError) as error:
         where = "" if rank == "0" else f"(rank {rank}) "
         print(f"rffkit: error: {where}{one_line(error)}", file=sys.stderr)
