@@ -485,3 +485,14 @@ def test_one_outlier_that_sets_the_default_length_scale_is_named(make, rows):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*length scale for all columns")
         make().fit(*rows(np.column_stack([X, levels, np.zeros(200)]), target))
+
+
+def test_a_holdout_fit_of_a_dataframe_names_the_column_of_the_scale_warning():
+    """alpha_selection='holdout' streams the validated arrays; the warning names the DataFrame's column, as the
+    fit in memory does (helper-48: it had said 'column 1')."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "income", "c"])
+    X["income"] += 2000.0
+    with pytest.warns(UserWarning, match="column 'income' adds the most to it"):
+        RFFRidge(alpha_selection="holdout", random_state=0).fit(X, rng.normal(size=200))

@@ -136,11 +136,11 @@ def demo_command(args):
     """``rffkit demo``: see ``rffkit demo --help``."""
     if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
         raise CommandLineError(f"--dir {args.dir!r} is a file; give a folder (it is made if missing).")
-    if args.plot is None:  # the default chart goes with the demo's other files
-        args.plot = os.path.join(args.dir or "", "rffnet_relevances.png")
+    if args.plot:  # a chart named by the user: its folder is checked before the demo makes any
+        check_output_folder(args.plot, "--plot")
     if args.dir:
         os.makedirs(args.dir, exist_ok=True)
-    if args.plot:
-        check_output_folder(args.plot, "--plot")
+    if args.plot is None:  # the default chart goes with the demo's other files
+        args.plot = os.path.join(args.dir or "", "rffnet_relevances.png")
     demo(args.n_samples, args.random_state, args.plot, args.dir)
     return 0

@@ -93,7 +93,7 @@ def configure(estimator, settings, n_columns):
     if unknown:
         raise CommandLineError(f"--set {unknown[0]}: {type(estimator).__name__} has no parameter {unknown[0]!r}; its "
                                f"parameters are {', '.join(sorted(valid))}.")
-    if "n_components" in settings and "features__n_components" in settings:
+    if settings.get("n_components") is not None and "features__n_components" in settings:
         raise CommandLineError(
             f"--set n_components={settings['n_components']!r} and features__n_components="
             f"{settings['features__n_components']!r} both set the width of the feature map (n_components wins "

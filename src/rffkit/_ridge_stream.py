@@ -105,14 +105,15 @@ def _training_source(estimator, X, y):
     return source, 1 if one_target else int(np.shape(y_values)[1]), one_target, validated
 
 
-def _stream_features(estimator, source):
-    """The fitted feature map, the same on every rank (fitted on rank 0, broadcast)."""
+def _stream_features(estimator, source, names=None):
+    """The fitted feature map, the same on every rank (fitted on rank 0, broadcast); ``names`` (else the
+    source's own) name the columns in the scale warning."""
     from ._source_checks import source_names
     from .ridge import _feature_map  # ridge imports this module
 
     def default():  # var(X) of the default length scale: one pass, all ranks
         return default_features_from_moments(estimator, source.n_features, streamed_moments(source),
-                                             source_names(source))
+                                             source_names(source) if names is None else names)
 
     return fitted_on_first_chunk(_feature_map(estimator, default), source)
 
@@ -138,7 +139,9 @@ def fit_stream(estimator, X, y):
     alphas = estimator._check_alphas()
     device = resolve_device(estimator.device, owner=owner)
     source, n_targets, one_target, validated = _training_source(estimator, X, y)
-    features = _stream_features(estimator, source)
+    # arrays validated here (holdout) have lost a DataFrame's names to the source, not to the estimator
+    names = getattr(estimator, "feature_names_in_", None) if validated else None
+    features = _stream_features(estimator, source, names)
     np_dtype = np.dtype(source.dtype).type
     width = _dense(features.transform(np.zeros((1, source.n_features), dtype=np_dtype))).shape[1]
     holdout = estimator.alpha_selection == "holdout"
