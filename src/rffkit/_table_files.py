@@ -177,6 +177,16 @@ class TableLayout:
     dialect: CSVDialect | None = None
     #: CSV columns read as text whatever the first rows suggested (:class:`LateTextError`)
     text_columns: set = field(default_factory=set)
+    #: The global index of each file's first row, as far as a pass has read (Parquet: from its metadata)
+    first_rows: dict = field(default_factory=dict)
+
+    def locate(self, row):
+        """``(file, its row)`` of the global ``row``, or None where no pass has yet read so far."""
+        starts = sorted((start, path) for path, start in self.first_rows.items() if start <= row)
+        if not starts:
+            return None
+        start, path = starts[-1]
+        return path, row - start
 
     def _refuse_absent(self, names, role):
         absent = [name for name in names if name not in self.schemas[0].names]
@@ -441,6 +451,7 @@ class TableLayout:
         """
         offset, group_number = 0, 0
         for path, schema, row_groups in zip(self.files, self.schemas, self.row_groups):
+            self.first_rows[path] = offset
             if self.format == "parquet":
                 mine = [g for g in range(len(row_groups))
                         if (group_number + g) % world_size == rank]

@@ -7,12 +7,17 @@ learns one (:meth:`TableSource.fit_encoding`); the reading of the files themselv
 
 from __future__ import annotations
 
+import os
+import re
+
 import numpy as np
 import pyarrow as pa
 
 from ._column_kinds import TIME_UNITS, target_present, target_values
 from ._encoding import ColumnEncoding
-from ._io_base import Chunk, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io, row_mask
+from ._io_base import (
+    Chunk, DataSourceError, check_chunk_rows, check_dtype, check_missing, check_rank, public_in_io, row_mask,
+)
 from ._learn_encoding import learn_encoding
 from ._streaming import rechunk
 
@@ -374,10 +379,24 @@ class TableSource:
                    None if self.target is None else target_values(batch.column(self.target), self.target, rows),
                    rows)
                   for batch, rows in self._kept_batches(columns, chunk_rows, rank, world_size))
-        for X, y, rows in rechunk(pieces, chunk_rows):
+        for X, y, rows in self._naming_files(rechunk(pieces, chunk_rows)):
             if self.scaler is not None:
                 X = np.ascontiguousarray(self.scaler.transform(X), dtype=self.dtype)
             yield Chunk(X, y, rows)
+
+    def _naming_files(self, chunks):
+        """``chunks``, with the file and its own row added to an error that names a global row of a table of
+        several files ("row 250 is row 0 of 'feb.csv'")."""
+        try:
+            yield from chunks
+        except DataSourceError as error:
+            found = re.search(r"\brow (\d+)", str(error)) if len(self._layout.files) > 1 else None
+            where = found and self._layout.locate(int(found.group(1)))
+            if not where or len(error.args) != 1:
+                raise
+            error.args = (f"{error.args[0].rstrip('.')} (row {found.group(1)} is row {where[1]} of "
+                          f"{os.path.basename(where[0])!r}).",)
+            raise
 
     def _kept_batches(self, columns, batch_rows, rank, world_size):
         """:meth:`_raw_batches` without the rows whose target is missing, with ``drop_missing_target``."""
