@@ -654,3 +654,21 @@ def test_refine_layer_skips_the_moves_where_the_linear_model_wins():
         assert tried and kept.relevances[0] > 0.2  # rescaled off the plateau, as without the linear term
     finally:
         refine._rescaled_layers = original
+
+
+def test_the_linear_model_the_moves_are_skipped_for_chooses_its_own_penalty(monkeypatch):
+    """The classifier's moves are judged near the kernel head's penalty (one penalty, for the costly logistic
+    path); the linear-only model they may be skipped for is fitted on the whole grid, its penalty chosen as the
+    kernel-or-linear choice chooses it (helper-47: at the kernel head's 1e-4 it was nearly unpenalised, 0.449
+    validation log-loss against 0.375, and the skip's log overstated the kernel's lead 2.5-fold)."""
+    import rffkit._refine as refine
+    from rffkit import RFFNetClassifier
+
+    grids = []
+    original = refine.linear_only
+    monkeypatch.setattr(refine, "linear_only", lambda heads, layer: grids.append(heads.alphas) or original(heads, layer))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=1500) > 0).astype(int)
+    RFFNetClassifier(random_state=0, max_iter=10, rescale_groups=False, align_frequencies=False).fit(X, y)
+    assert grids and all(len(alphas) > 1 for alphas in grids)

@@ -268,6 +268,7 @@ def _prune(layer, heads, head, loss, settings, screen=None, baseline=None):
 def refine_layer(
     layer, X, y, X_val, y_val, head, *, search_alpha, generator, head_alpha="auto", heads=None, linear_term=False,
     rescale_groups=True, sample_frequencies=None, prune=False, settings=DEFAULT_SETTINGS, progress=None,
+    linear_heads=None,
 ):
     """The refinement moves of the module docstring; returns the kept ``(layer, head)``.
 
@@ -303,6 +304,10 @@ def refine_layer(
         Factors, scales, pool, screening rows, margin and pruning fractions.
     progress : callable or None
         ``progress(move)`` before each move, with the move's name.
+    linear_heads : head fitter or None
+        What fits the linear-only model the moves are skipped for (``settings.skip_moves_z``),
+        its penalty chosen on its own grid; None: ``heads``, whose grid is the kernel head's
+        neighbourhood.
 
     Returns
     -------
@@ -337,7 +342,7 @@ def refine_layer(
         new_head, accepted, new_loss = _confirm(candidate, heads, head, loss, settings, z=0.0)
         if accepted:
             layer, head, loss = candidate, new_head, new_loss
-    if linear_term and _linear_is_better(layer, heads, loss, settings.skip_moves_z):
+    if linear_term and _linear_is_better(layer, linear_heads or heads, loss, settings.skip_moves_z):
         return layer, head
     best, best_score = layer, screen(layer) if (rescale_groups or align) else math.inf
     layer_score = best_score if math.isfinite(best_score) else None  # the screening score of `layer`

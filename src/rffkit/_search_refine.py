@@ -103,7 +103,7 @@ def _refined(estimator, p, layer, found, grams, y_train, y_val, auto_alpha, prog
             search_alpha=found.alpha, generator=p.generator, linear_term=estimator.linear_term,
             rescale_groups=estimator.rescale_groups, sample_frequencies=aligner,
             prune=estimator.prune_relevances, settings=settings,
-            progress=lambda move: progress.stage(f"refinement: {move}"),
+            progress=lambda move: progress.stage(f"refinement: {move}"), linear_heads=full_path,
         )
         if full_path.costly and layer is not searched:
             head = full_path.around(head.alpha).fit(layer)
