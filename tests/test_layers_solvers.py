@@ -666,7 +666,8 @@ def test_the_linear_model_the_moves_are_skipped_for_chooses_its_own_penalty(monk
 
     grids = []
     original = refine.linear_only
-    monkeypatch.setattr(refine, "linear_only", lambda heads, layer: grids.append(heads.alphas) or original(heads, layer))
+    monkeypatch.setattr(refine, "linear_only",
+                        lambda heads, layer: grids.append(heads.alphas) or original(heads, layer))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 3))
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=1500) > 0).astype(int)
