@@ -54,3 +54,6 @@ def test_verbose_lines_reach_standard_error_without_logging_configured():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "RFFNetRegressor: fitted in" in result.stderr and result.stdout == ""
+    # the bar is closed before the summary, which a log file (stderr not a terminal) keeps last (helper-46)
+    lines = [line for line in result.stderr.replace("\r", "\n").splitlines() if line.startswith("RFFNetRegressor:")]
+    assert lines[-1].startswith("RFFNetRegressor: fitted in"), lines[-3:]

@@ -92,6 +92,10 @@ class FitProgress:
             logger.info("%s: %s", self.owner, message)
 
     def summary(self, message):
-        """The closing line (logged at INFO when ``verbose >= 1``)."""
+        """The closing line (logged at INFO when ``verbose >= 1``), after the bar is closed: ``tqdm.write``
+        would draw an open bar again below it, which a log file keeps after the summary."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
         if self.verbose > 0:
             logger.info("%s: %s", self.owner, message)
