@@ -28,6 +28,7 @@ def folder(tmp_path):
     with_nan = pa.table({"x": [1.0, 2.0, 3.0], "y": [1.0, float("nan"), 3.0]})
     pa_csv.write_csv(with_nan, tmp_path / "nan.csv")  # an empty field: a missing value
     pq.write_table(with_nan, tmp_path / "nan.parquet")
+    pq.write_table(with_nan, tmp_path / "parquet_named.csv")  # binary data under a CSV name (helper-46)
     pa_csv.write_csv(pa.table({"x": x, "other": z}), tmp_path / "lacking.csv")
     spoilt = [f"{value:.3f}" for value in x]
     spoilt[7] = "?"
@@ -80,6 +81,8 @@ PREDICT = ("predict", "{d}/ridge.rffkit")
      ["target column 'price' is not in", "its columns are 'x', 'z', 'colour', 'y'"]),
     (("fit", "{d}/empty.csv", "--target", "y", "--output", "{d}/new.rffkit"), ["is empty (0 bytes)"]),
     (("fit", "{d}/notes.txt", "--target", "y", "--output", "{d}/new.rffkit"), ["is not a CSV or Parquet file"]),
+    (("fit", "{d}/parquet_named.csv", "--target", "y", "--output", "{d}/new.rffkit"),
+     ["parquet_named.csv' is not a CSV text file: its first bytes hold NUL bytes", "(.parquet)"]),
     (("fit", "{d}/shards/*.parquet", "--target", "y", "--output", "{d}/new.rffkit"),
      ["no file matches the pattern"]),
     (("fit", "{d}/nan.csv", "--target", "y", "--missing", "error", "--output", "{d}/new.rffkit"),

@@ -82,6 +82,10 @@ def first_lines(path):
             head = stream.read(65536)
     except (pa.ArrowException, OSError) as exc:
         raise read_error(path, exc) from None
+    if b"\x00" in head:  # text in UTF-8 holds no NUL byte; binary data and UTF-16 text do
+        raise DataSourceError(f"{str(path)!r} is not a CSV text file: its first bytes hold NUL bytes, as binary data "
+                              "(a Parquet, Excel or compressed file under another name) or UTF-16 text do; give "
+                              "the file its format's name (.parquet), or save the table as CSV in UTF-8.")
     lines = head.decode("utf-8", errors="replace").removeprefix("\ufeff").splitlines()
     return lines[:-1] if len(head) == 65536 and len(lines) > 1 else lines
 
