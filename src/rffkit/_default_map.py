@@ -20,7 +20,7 @@ from .features import RandomFourierFeatures
 
 __all__ = [
     "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "default_features",
-    "default_features_from_moments", "map_width",
+    "default_features_from_moments", "default_features_warned", "map_width",
     "pooled_variance", "warn_if_moments_differ", "warn_if_scales_differ", "width_parameter", "with_width",
 ]
 
@@ -162,17 +162,36 @@ def default_features_from_moments(estimator, n_features, moments, names=None):
 _SCALE_RATIO = 1e3
 
 
+def default_features_warned(estimator, X):
+    """:func:`default_features` of ``X`` for ``estimator``, after the warning of :func:`warn_if_scales_differ`:
+    the map ``features=None`` stands for in a fit in memory (:func:`default_features_from_moments` in a
+    streamed one)."""
+    warn_if_scales_differ(estimator, X)
+    return default_features(X, estimator.random_state)
+
+
 def warn_if_scales_differ(estimator, X):
     """Warn when one length scale for all columns (the default map's, from the variance of all entries
-    of ``X`` pooled) cannot suit them (:func:`warn_if_moments_differ`, on ``X``'s column moments)."""
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    warn_if_moments_differ(estimator, np.mean(X, axis=0, dtype=np.float64), np.var(X, axis=0, dtype=np.float64),
-                           getattr(estimator, "feature_names_in_", None))
+    of ``X`` pooled) cannot suit them (:func:`warn_if_moments_differ`, on ``X``'s column moments; a
+    sparse ``X`` is not made dense for them)."""
+    if sp.issparse(X):
+        means = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
+        squares = np.asarray(X.multiply(X).mean(axis=0, dtype=np.float64)).ravel()
+        variances = np.maximum(squares - means * means, 0.0)
+    else:
+        X = np.asarray(X)
+        means, variances = np.mean(X, axis=0, dtype=np.float64), np.var(X, axis=0, dtype=np.float64)
+    warn_if_moments_differ(estimator, means, variances, getattr(estimator, "feature_names_in_", None))
+
+
+def _shares(means, variances):
+    """Each column's part of the variance of all entries pooled (ddof 0): its variance and its mean's spread."""
+    return variances + np.square(means - np.mean(means))
 
 
 def pooled_variance(means, variances):
     """The variance of all entries of a table pooled, from its columns' means and variances (ddof 0)."""
-    return float(np.mean(variances + np.square(means - np.mean(means))))
+    return float(np.mean(_shares(means, variances)))
 
 
 def warn_if_moments_differ(estimator, means, variances, names=None):
@@ -190,7 +209,7 @@ def warn_if_moments_differ(estimator, means, variances, names=None):
     if reference.shape[0] == 0 or means.shape[0] < 2:
         return
     median = float(np.median(reference))
-    shares = variances + np.square(means - means.mean())  # each column's part of the pooled variance
+    shares = _shares(means, variances)
     pooled = float(shares.mean())
     if not pooled > _SCALE_RATIO * median:
         return

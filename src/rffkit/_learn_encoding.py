@@ -122,12 +122,7 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
             raise DataSourceError(f"{message}; or {LEAVE_OUT}.")
     if too_many:
         raise too_many_categories(too_many[0])
-    for column, values in seen.items():
-        # on a small table a name in every row (R's row names: car, canton, player) is one too
-        unique = len(values) == n_rows >= IDENTIFIER_MIN_ROWS
-        if (len(values) > NUMBERS_IN_TEXT_MIN or unique) and len(values) > IDENTIFIER_SHARE * n_rows:
-            warn_user(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
-                      f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.")
+    _warn_identifiers(seen, n_rows)
 
     def order(column):
         if column in numeric_codes:
@@ -146,3 +141,15 @@ def learn_encoding(batches, categorical, numeric, max_categories, missing="error
                        fill_values={column: total / count if count else 0.0 for column, (total, count) in sums.items()},
                        indicators=[column for column, (_, count) in sums.items() if count < n_rows])
     return learned
+
+
+def _warn_identifiers(seen, n_rows):
+    """Warn of each text column whose distinct values (``seen``: column to the set of them, over ``n_rows``
+    rows) make it an identifier: more than ``IDENTIFIER_SHARE`` of the rows, and more than
+    ``NUMBERS_IN_TEXT_MIN`` values or a different one on each of at least ``IDENTIFIER_MIN_ROWS`` rows."""
+    for column, values in seen.items():
+        # on a small table a name in every row (R's row names: car, canton, player) is one too
+        unique = len(values) == n_rows >= IDENTIFIER_MIN_ROWS
+        if (len(values) > NUMBERS_IN_TEXT_MIN or unique) and len(values) > IDENTIFIER_SHARE * n_rows:
+            warn_user(f"column {column!r} has {len(values):,} distinct values in {n_rows:,} rows: an identifier? "
+                      f"Its one-hot columns, about one per row, can only memorise the training rows; {LEAVE_OUT}.")

@@ -19,9 +19,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._default_map import (
-    default_features, default_features_from_moments, map_width, warn_if_scales_differ, width_parameter,
-)
+from ._default_map import default_features_from_moments, default_features_warned, map_width, width_parameter
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics
 from ._rffnet_stream import prediction_source
@@ -233,9 +231,7 @@ def partial_fit(estimator, X, y):
     np_dtype = np.float32 if X.dtype == np.float32 else np.float64
     if first:
         device = resolve_device(estimator.device, owner=owner)
-        if estimator.features is None:
-            warn_if_scales_differ(estimator, X)
-        features = _feature_map(estimator, lambda: default_features(X, estimator.random_state)).fit(X)
+        features = _feature_map(estimator, lambda: default_features_warned(estimator, X)).fit(X)
         width = _dense(features.transform(X[:1])).shape[1]
         check_memory_budget(width, estimator.memory_budget, n_targets=n_targets, n_statistics=1 + holdout,
                             itemsize=np.dtype(np_dtype).itemsize, owner=owner,

@@ -19,6 +19,7 @@ nor scikit-learn, so ``--help``, ``--version`` and usage errors answer at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -268,17 +269,17 @@ class _ReaderMayLeave:
                 self._leave()
 
 
-class _output_to_a_reader_that_may_leave:
-    """``sys.stdout`` as :class:`_ReaderMayLeave` within the block, restored after it."""
-
-    def __enter__(self):
-        self._saved = sys.stdout
-        if not isinstance(sys.stdout, _ReaderMayLeave):
-            sys.stdout = _ReaderMayLeave(sys.stdout)
-
-    def __exit__(self, *exc):
-        sys.stdout = self._saved
-        return False
+@contextlib.contextmanager
+def _output_to_a_reader_that_may_leave():
+    """``sys.stdout`` as :class:`_ReaderMayLeave` within the block (once: a command run by the demo shares
+    it), restored after it."""
+    saved = sys.stdout
+    if not isinstance(saved, _ReaderMayLeave):
+        sys.stdout = _ReaderMayLeave(saved)
+    try:
+        yield
+    finally:
+        sys.stdout = saved
 
 
 def main(argv=None):

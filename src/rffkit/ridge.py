@@ -25,7 +25,7 @@ from ._default_map import (
     FEATURE_MAP_PARAMETERS,
     DefaultFeatureMap,
     default_features,
-    warn_if_scales_differ,
+    default_features_warned,
     with_width,
 )
 from ._guards import atomic_fit, within_limits
@@ -84,9 +84,7 @@ def fitted_features(estimator, X, y=None):
     Z : ndarray or sparse matrix of shape (n_samples, n_components)
         The features of ``X``.
     """
-    if estimator.features is None:
-        warn_if_scales_differ(estimator, X)
-    features = _feature_map(estimator, lambda: default_features(X, estimator.random_state))
+    features = _feature_map(estimator, lambda: default_features_warned(estimator, X))
     Z = features.fit_transform(X, y) if y is not None else features.fit_transform(X)
     return features, Z
 
