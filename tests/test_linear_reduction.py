@@ -230,3 +230,36 @@ def test_small_fit_keeps_the_kernel_model_only_when_its_held_out_losses_lead_by_
     monkeypatch.setattr(kernel_or_linear, "judge_by_cross_validation", judged)
     model = RFFNetRegressor(random_state=0, n_components=60).fit(X, y)
     assert model.linear_only_ == (case != "kernel ahead")
+
+
+def test_linear_only_classifier_chooses_its_penalty_on_all_rows_above_the_leave_one_out_limit():
+    # a cross-validated reduction on more rows than the kernel head's leave-one-out limit: the linear-only
+    # head still chooses its penalty along the grid on the rows (it had taken the surrogate's penalty / 8)
+    import dataclasses
+
+    X, y = _linear_data(n=300, seed=3)
+    model = RFFNetClassifier(random_state=0, n_components=60)
+    model._settings = dataclasses.replace(model._settings, logistic_loo_rows=100, linear_cv_rows=1000)
+    model.fit(X.numpy(), y)
+    assert model.linear_only_
+    grid = np.array(model._settings.logistic_alpha_grid)
+    assert np.min(np.abs(np.log(grid / model.alpha_))) < 1e-9
+
+
+
+def test_linear_only_model_chosen_on_the_validation_split_is_fitted_on_all_rows():
+    # above linear_cv_rows the choice is made on the validation split; the linear-only model it keeps is then
+    # ridge on every row (training and validation) at the penalty GCV chose on them, as after cross-validation
+    # (a margin of 100 standard errors makes the choice the linear-only model's)
+    import dataclasses
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(600, 4))
+    y = 3.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(size=600)
+    model = RFFNetRegressor(random_state=0, prune_relevances=False, n_components=60)
+    model._settings = dataclasses.replace(model._settings, linear_cv_rows=100, kernel_over_linear_z=100.0)
+    model.fit(X, y)
+    assert model.linear_only_
+    Xs, ys = (X - X.mean(axis=0)) / X.std(axis=0), (y - y.mean()) / y.std()
+    reference = Ridge(alpha=600 * model.alpha_).fit(Xs, ys)
+    np.testing.assert_allclose(model.predict(X), reference.predict(Xs) * y.std() + y.mean(), rtol=1e-5, atol=1e-5)

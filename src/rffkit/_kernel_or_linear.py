@@ -34,7 +34,8 @@ R^2 0.91 against the linear model's 0.77), but it also widens the standard error
 this version the kernel model leads on Boston by about 5 standard errors. The linear-only
 model is fitted on all rows, its penalty chosen on them (GCV for ridge, the held-out
 log-loss of the rows for the logistic head: :func:`rffkit._logistic_path.logistic_head_path`),
-which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be.
+which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be;
+so is the linear-only model chosen on the validation split of a larger fit held in memory.
 """
 
 from __future__ import annotations
@@ -152,7 +153,11 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     # without early stopping the user asked for no held-out rows
     held_out = p.X_val is not None or estimator.early_stopping
     if p.heads is not None or not held_out or n_rows > settings.linear_cv_rows or too_few:
-        return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z)
+        # judged on the validation split; in memory the linear-only model, when chosen, is fitted on all rows
+        linear_heads = None
+        if p.heads is None and p.X_val is not None:
+            linear_heads = make_heads(_joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val))
+        return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z, linear_heads=linear_heads)
     progress.stage("the linear model: cross-validation")
     X, target = _joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)
     seed = int(torch.randint(SEED_BOUND, (1,), generator=p.generator))

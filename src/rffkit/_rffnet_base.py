@@ -183,10 +183,12 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         """The least-squares target of the 'varpro' search for the target tensor ``y`` (None stays None)."""
         return y
 
-    def _output_heads(self, problem, auto_alpha, surrogate_alpha):
+    def _output_heads(self, problem, auto_alpha, surrogate_alpha, *, linear=False):
         """The model's head fitter for 'varpro' (:mod:`rffkit._heads`); None: the surrogate's ridge head.
 
-        ``surrogate_alpha`` is the penalty of the surrogate's ridge head on the same layer.
+        ``surrogate_alpha`` is the penalty of the surrogate's ridge head on the same layer;
+        ``linear``: the fitter serves linear-only heads, whose penalty is chosen on the
+        rows however many they are (a linear head is cheap to fit along a path).
         """
         return None
 
@@ -351,9 +353,9 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         return model, history, head.alpha
 
     def _all_row_heads(self, problem, X, y, auto_alpha, surrogate_alpha):
-        """The model's head fitter on the rows ``(X, y)`` (target tensor), without a validation split."""
+        """The fitter of linear-only heads on the rows ``(X, y)`` (target tensor), without a validation split."""
         rows = dataclasses.replace(problem, X_train=X, y_train=y, X_val=None, y_val=None)
-        return self._output_heads(rows, auto_alpha, surrogate_alpha) or RidgeHeads(
+        return self._output_heads(rows, auto_alpha, surrogate_alpha, linear=True) or RidgeHeads(
             X, self._surrogate_target(y, problem.n_outputs), None, None,
             alpha="auto" if auto_alpha else float(self.alpha), alphas=self._settings.alpha_grid)
 

@@ -206,9 +206,9 @@ class RFFNetClassifier(StreamedAccuracy, ClassifierMixin, BaseRFFNet):
             return labels.to(torch.float32).reshape(-1, 1)
         return torch.nn.functional.one_hot(labels, n_classes).to(torch.float32)
 
-    def _output_heads(self, problem, auto_alpha, surrogate_alpha):
+    def _output_heads(self, problem, auto_alpha, surrogate_alpha, *, linear=False):
         settings = self._settings
-        leave_one_out = problem.X_train.shape[0] <= settings.logistic_loo_rows
+        leave_one_out = linear or problem.X_train.shape[0] <= settings.logistic_loo_rows
         if not auto_alpha:
             alphas = (float(self.alpha),)
         elif problem.X_val is None and not leave_one_out:
