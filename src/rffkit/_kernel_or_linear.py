@@ -135,6 +135,18 @@ def _held_out_losses(model, X, target, train, test, make_heads):
     return kernel, head.sample_losses(layer(Xs[test]), target[test]).double()
 
 
+class _AllRows:
+    """The fitter of linear-only heads on a problem's training and validation rows, made when first used
+    (the rows are joined, a copy of the inputs, only if the linear-only model is chosen)."""
+
+    def __init__(self, problem, make_heads):
+        self.problem, self.make_heads = problem, make_heads
+
+    def fit_linear(self, layer):
+        p = self.problem
+        return self.make_heads(_joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)).fit_linear(layer)
+
+
 def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progress):
     """``(layer, head, reduced)`` after the kernel-or-linear choice of the module docstring.
 
@@ -154,9 +166,7 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     held_out = p.X_val is not None or estimator.early_stopping
     if p.heads is not None or not held_out or n_rows > settings.linear_cv_rows or too_few:
         # judged on the validation split; in memory the linear-only model, when chosen, is fitted on all rows
-        linear_heads = None
-        if p.heads is None and p.X_val is not None:
-            linear_heads = make_heads(_joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val))
+        linear_heads = _AllRows(p, make_heads) if p.heads is None and p.X_val is not None else None
         return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z, linear_heads=linear_heads)
     progress.stage("the linear model: cross-validation")
     X, target = _joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)
