@@ -127,7 +127,7 @@ def _scores(task, model, X, y):
 
 def prepare(package, item, folder):
     """The table as the command line reads it: ``(task, arrays, details)``, or ``(None, reason, details)``."""
-    from rffkit._cli_support import choose_task, summarise_target
+    from rffkit._cli_commands import task_of_target
     from rffkit._streaming import validation_mask
     from rffkit.cli import CommandLineError
     from rffkit.io import open_table
@@ -145,10 +145,7 @@ def prepare(package, item, folder):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # identifiers and row labels warn; the fit goes on as the CLI's would
             source = open_table(path, target=target, missing="encode", drop_missing_target=True, learn_rows=training)
-            kind, values, n_rows, numbers_in_text, n_distinct = summarise_target(source)
-            if values is not None and len(values) == 1:
-                return None, "one target value", details
-            task, _ = choose_task("auto", kind, values, numbers_in_text, n_rows, n_distinct)
+            task, _, _ = task_of_target(source)
             X, y, rows = _arrays(source)
     except (ValueError, CommandLineError) as error:
         reason = str(error).split(";")[0]

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -340,3 +341,21 @@ def test_rdatasets_summary_counts_wins_ties_and_losses(tmp_path, monkeypatch):
     assert "| regression | 1 | 1 / 0 / 0 | 0 / 0 / 1 | – | 2.0 (2.0) | 20.0 (20.0) |" in text
     assert "| classification | 1 | 0 / 1 / 0 | 1 / 0 / 0 | 1 of 1 |" in text
     assert "- more than 10 classes: C/c" in text and "2 fitted, 1 skipped" in text and text.endswith("- a note\n")
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_rdatasets_reads_a_table_as_the_command_line_does(tmp_path, monkeypatch, task):
+    """bench_rdatasets.prepare: the command line's reading, task rule and held-out rows (it had refused every
+    table once the command line's target summary grew a field)."""
+    import pandas as pd
+
+    bench = _load("bench_rdatasets", tmp_path, monkeypatch)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=400), "kind": rng.choice(["a", "b", "c"], size=400)})
+    frame["y"] = frame["x"] + rng.normal(size=400) if task == "regression" else np.where(frame["x"] > 0, "up", "down")
+    monkeypatch.setattr(bench, "_load", lambda package, item: frame)
+    found, data, details = bench.prepare("P", "t", tmp_path)
+    assert found == task, data
+    X_train, y_train, X_test, y_test = data
+    assert X_train.shape[1] == X_test.shape[1] == details["n_inputs"] == 4  # x and the three levels of kind
+    assert len(y_train) + len(y_test) == 400 and 60 < len(y_test) < 140

@@ -193,6 +193,21 @@ def _backend(device):
     return "cpu:gloo,cuda:nccl" if str(device).startswith("cuda") and torch.cuda.is_available() else "gloo"
 
 
+def task_of_target(source, requested="auto"):
+    """``(task, why, n_rows)`` of ``rffkit fit`` for the target of ``source`` (one pass over it).
+
+    ``requested`` is ``--task``; the rule is :func:`~rffkit._cli_support.choose_task`'s. A
+    target missing on every row, or holding one value, is a :class:`CommandLineError`.
+    """
+    kind, values, n_rows, numbers_in_text, n_distinct, fractional = summarise_target(source)
+    if n_rows == 0:
+        raise CommandLineError(f"every row's target {source.target!r} is missing: there is nothing to fit.")
+    if values is not None and len(values) == 1:
+        raise CommandLineError(f"the target {source.target!r} holds one value ({listing(values)}) on all "
+                               f"{n_rows} rows: there is nothing to predict.")
+    return (*choose_task(requested, kind, values, numbers_in_text, n_rows, n_distinct, fractional), n_rows)
+
+
 def fit_command(args):
     """``rffkit fit``: see ``rffkit fit --help``."""
     check_output_folder(args.output)
@@ -214,13 +229,7 @@ def fit_command(args):
                                 drop_missing_target=args.missing == "encode",
                                 learn_rows=lambda rows: ~validation_mask(rows, args.test_size, args.random_state))
         _refuse_overwriting(args.output, source.files)
-        kind, values, n_rows, numbers_in_text, n_distinct, fractional = summarise_target(source)
-        if n_rows == 0:
-            raise CommandLineError(f"every row's target {args.target!r} is missing: there is nothing to fit.")
-        if values is not None and len(values) == 1:
-            raise CommandLineError(f"the target {args.target!r} holds one value ({listing(values)}) on all "
-                                   f"{n_rows} rows: there is nothing to predict.")
-        task, why = choose_task(args.task, kind, values, numbers_in_text, n_rows, n_distinct, fractional)
+        task, why, n_rows = task_of_target(source, args.task)
         if (args.model, task) not in estimators():
             raise CommandLineError(f"--model {args.model} fits regression only and the task is "
                                    f"{task} ({why}); use --model rffnet or --model ridge.")
