@@ -130,7 +130,7 @@ def prepare(package, item, folder):
     from rffkit._cli_commands import task_of_target
     from rffkit._streaming import validation_mask
     from rffkit.cli import CommandLineError
-    from rffkit.io import open_table
+    from rffkit.io import DataSourceError, open_table
 
     frame = _load(package, item)
     target = frame.columns[-1]
@@ -147,7 +147,7 @@ def prepare(package, item, folder):
             source = open_table(path, target=target, missing="encode", drop_missing_target=True, learn_rows=training)
             task, _, _ = task_of_target(source)
             X, y, rows = _arrays(source)
-    except (ValueError, CommandLineError) as error:
+    except (DataSourceError, CommandLineError) as error:  # rffkit's refusals; any other error is a bug here
         reason = str(error).split(";")[0]
         return None, "refused: " + (reason[:70] + "..." if len(reason) > 70 else reason), details
     details.update(task=task, n_rows=len(y), n_inputs=X.shape[1])
