@@ -166,17 +166,51 @@ def in_fresh_process(target, *args):
     """``target(*args, queue)`` in a freshly spawned process; returns what it put on ``queue``.
 
     Each fit then starts from a clean interpreter: no memory, threads or caches left by
-    earlier fits, so times and peak memory are the fit's own.
+    earlier fits, so times and peak memory are the fit's own. An exception in the child
+    is raised here as a RuntimeError with the child's traceback, and so is a child that
+    exits without a result (killed for memory, say): the parent never waits for ever.
     """
     import multiprocessing as mp
+    import queue as queues
 
     context = mp.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=target, args=(*args, queue))
+    process = context.Process(target=_reporting, args=(target, *args, queue))
     process.start()
-    result = queue.get()
+    while True:
+        try:
+            result = queue.get(timeout=1.0)
+            break
+        except queues.Empty:
+            if not process.is_alive():
+                try:  # a result put just before the child exited
+                    result = queue.get(timeout=1.0)
+                    break
+                except queues.Empty:
+                    raise RuntimeError(f"{getattr(target, '__name__', target)}: the child process exited "
+                                       f"(code {process.exitcode}) without a result") from None
     process.join()
+    if isinstance(result, ChildFailure):
+        raise RuntimeError(f"{getattr(target, '__name__', target)} failed in its child process:\n{result.text}")
     return result
+
+
+class ChildFailure:
+    """What :func:`in_fresh_process`'s child puts on its queue when ``target`` raises: the traceback."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def _reporting(target, *args):
+    """Run ``target(*args)`` (its last argument the queue), putting a :class:`ChildFailure` there if it raises."""
+    import traceback
+
+    try:
+        target(*args)
+    except BaseException:
+        args[-1].put(ChildFailure(traceback.format_exc()))
+        raise
 
 
 def load_average():

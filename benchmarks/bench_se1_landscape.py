@@ -14,7 +14,7 @@ MSE of each. A point far better than the searched one means the search stopped s
 
 Writes ``benchmarks/results/se1_landscape.md``.
 
-Usage: python benchmarks/bench_se1_landscape.py [--seed 0]
+Usage: python benchmarks/bench_se1_landscape.py [--seed 0] [--n-train 50000]
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ def _relevance_text(relevances):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-train", type=int, default=50_000,
+                        help="training rows (default 50,000, the issue-2 protocol; fewer for a quick check)")
     add_quiet_argument(parser)
     args = parser.parse_args()
 
@@ -53,7 +55,7 @@ def main():
     from rffkit._settings import DEFAULT_SETTINGS
     from rffkit.layers import ARDRandomFourierFeatures
 
-    (X_tr, X_va, X_te), (y_tr, y_va, y_te), support = _data("gregorova_se1", args.seed, 50_000)
+    (X_tr, X_va, X_te), (y_tr, y_va, y_te), support = _data("gregorova_se1", args.seed, args.n_train)
     def fit(**params):  # the fitted model, its fit seconds and test MSE
         start = time.perf_counter()
         fitted = RFFNetRegressor(random_state=args.seed, **params).fit(X_tr, y_tr)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from _common import add_quiet_argument, code_version, progress, say, write_csv_atomically
+from _common import add_quiet_argument, code_version, load_average, progress, say, write_csv_atomically
 from rffkit._srff_solver import (
     _ridge_step as _srff_ridge,
     _SQRT2,
@@ -51,7 +51,7 @@ from rffkit.srff import median_neighbour_distance
 RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = ["n", "d", "D", "dtype", "threads", "gradient_previous_s", "gradient_current_s", "gradient_ratio",
           "gradient_rel_diff", "fista_iterations", "fista_previous_s_per_iter", "fista_current_s_per_iter",
-          "fista_ratio", "history_rel_diff"]  # fmt: skip
+          "fista_ratio", "history_rel_diff", "load"]  # fmt: skip
 
 
 def previous_loss_and_gradient(X, y, coef, gamma, frequencies, offsets):
@@ -156,18 +156,19 @@ def write_markdown(rows, path, args):
         f"Produced by `benchmarks/bench_srff_solver.py` at {code_version()} on {platform.machine()}, "
         f"torch {torch.__version__}, {args.threads} thread(s), medians of {args.repeats} runs. SE3 data "
         "(d = 1000), D = 300, gamma uniform on the simplex. *ratio* = previous seconds / current seconds "
-        "in the same run; *rel. diff* = ||current - previous|| / ||previous|| (gradient; objective history).",
+        "in the same run; *rel. diff* = ||current - previous|| / ||previous|| (gradient; objective history). "
+        "The machine may be shared: the load average (1, 5, 15 minutes) after each size is beside it.",
         "",
         "| n | dtype | gradient previous s | gradient current s | ratio | rel. diff | FISTA steps "
-        "| previous s / step | current s / step | ratio | history rel. diff |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| previous s / step | current s / step | ratio | history rel. diff | load average after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['n']} | {r['dtype']} | {r['gradient_previous_s']:.3f} | {r['gradient_current_s']:.3f} "
             f"| {r['gradient_ratio']:.2f}x | {r['gradient_rel_diff']:.1e} | {r['fista_iterations']} "
             f"| {r['fista_previous_s_per_iter']:.3f} | {r['fista_current_s_per_iter']:.3f} "
-            f"| {r['fista_ratio']:.2f}x | {r['history_rel_diff']:.1e} |"
+            f"| {r['fista_ratio']:.2f}x | {r['history_rel_diff']:.1e} | {r['load']} |"
         )
     path.write_text("\n".join(lines) + "\n")
 
@@ -190,7 +191,7 @@ def main(argv=None):
     dtype = getattr(torch, args.dtype)
     rows = []
     for n in progress(args.sizes, desc="bench_srff_solver", unit="size", quiet=args.quiet, label=lambda n: f"n={n}"):
-        rows.append(measure(n, dtype, args.iterations, args.repeats, args.threads))
+        rows.append({**measure(n, dtype, args.iterations, args.repeats, args.threads), "load": load_average()})
         r = rows[-1]
         say(f"n={n}: gradient {r['gradient_ratio']:.2f}x, FISTA step {r['fista_ratio']:.2f}x "
             f"({r['fista_previous_s_per_iter']:.3f} s -> {r['fista_current_s_per_iter']:.3f} s)")

