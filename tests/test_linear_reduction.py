@@ -246,20 +246,3 @@ def test_linear_only_classifier_chooses_its_penalty_on_all_rows_above_the_leave_
     assert np.min(np.abs(np.log(grid / model.alpha_))) < 1e-9
 
 
-
-def test_linear_only_model_chosen_on_the_validation_split_is_fitted_on_all_rows():
-    # above linear_cv_rows the choice is made on the validation split; the linear-only model it keeps is then
-    # ridge on every row (training and validation) at the penalty GCV chose on them, as after cross-validation
-    # (a margin of 100 standard errors makes the choice the linear-only model's)
-    import dataclasses
-
-    rng = np.random.default_rng(6)
-    X = rng.normal(size=(600, 4))
-    y = 3.0 + 2.0 * X[:, 0] - X[:, 1] + rng.normal(size=600)
-    model = RFFNetRegressor(random_state=0, prune_relevances=False, n_components=60)
-    model._settings = dataclasses.replace(model._settings, linear_cv_rows=100, kernel_over_linear_z=100.0)
-    model.fit(X, y)
-    assert model.linear_only_
-    Xs, ys = (X - X.mean(axis=0)) / X.std(axis=0), (y - y.mean()) / y.std()
-    reference = Ridge(alpha=600 * model.alpha_).fit(Xs, ys)
-    np.testing.assert_allclose(model.predict(X), reference.predict(Xs) * y.std() + y.mean(), rtol=1e-5, atol=1e-5)

@@ -34,8 +34,7 @@ R^2 0.91 against the linear model's 0.77), but it also widens the standard error
 this version the kernel model leads on Boston by about 5 standard errors. The linear-only
 model is fitted on all rows, its penalty chosen on them (GCV for ridge, the held-out
 log-loss of the rows for the logistic head: :func:`rffkit._logistic_path.logistic_head_path`),
-which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be;
-so is the linear-only model chosen on the validation split of a larger fit held in memory.
+which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be.
 """
 
 from __future__ import annotations
@@ -135,18 +134,6 @@ def _held_out_losses(model, X, target, train, test, make_heads):
     return kernel, head.sample_losses(layer(Xs[test]), target[test]).double()
 
 
-class _AllRows:
-    """The fitter of linear-only heads on a problem's training and validation rows, made when first used
-    (the rows are joined, a copy of the inputs, only if the linear-only model is chosen)."""
-
-    def __init__(self, problem, make_heads):
-        self.problem, self.make_heads = problem, make_heads
-
-    def fit_linear(self, layer):
-        p = self.problem
-        return self.make_heads(_joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)).fit_linear(layer)
-
-
 def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progress):
     """``(layer, head, reduced)`` after the kernel-or-linear choice of the module docstring.
 
@@ -165,9 +152,7 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     # without early stopping the user asked for no held-out rows
     held_out = p.X_val is not None or estimator.early_stopping
     if p.heads is not None or not held_out or n_rows > settings.linear_cv_rows or too_few:
-        # judged on the validation split; in memory the linear-only model, when chosen, is fitted on all rows
-        linear_heads = _AllRows(p, make_heads) if p.heads is None and p.X_val is not None else None
-        return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z, linear_heads=linear_heads)
+        return reduce_to_linear(heads, layer, head, z=settings.kernel_over_linear_z)
     progress.stage("the linear model: cross-validation")
     X, target = _joined(p.X_train, p.X_val), _joined(p.y_train, p.y_val)
     seed = int(torch.randint(SEED_BOUND, (1,), generator=p.generator))

@@ -48,8 +48,7 @@ PARAMETERS = """
         the per-row differences, and the linear-only model is fitted on all rows,
         its penalty chosen on them (GCV, or the held-out log-loss of the rows for
         the logistic head, below); on more rows both are scored on the validation
-        split, and the linear-only model, when it wins, is then fitted on all rows
-        in the same way. Where, after the linear-term move, the linear-only model already
+        split. Where, after the linear-term move, the linear-only model already
         validates better by more than a standard error, the other refinement moves
         are skipped.
         ``relevances_`` still rank the features; ``linear_only_`` says which model
