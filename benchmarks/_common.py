@@ -190,6 +190,11 @@ def in_fresh_process(target, *args):
                     raise RuntimeError(f"{getattr(target, '__name__', target)}: the child process exited "
                                        f"(code {process.exitcode}) without a result") from None
     process.join()
+    if not isinstance(result, ChildFailure) and process.exitcode != 0:
+        try:  # a target that put its result and then raised: its failure follows the result
+            result = queue.get(timeout=1.0)
+        except queues.Empty:
+            result = ChildFailure(f"the child process exited with code {process.exitcode} after its result")
     if isinstance(result, ChildFailure):
         raise RuntimeError(f"{getattr(target, '__name__', target)} failed in its child process:\n{result.text}")
     return result

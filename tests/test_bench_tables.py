@@ -366,8 +366,27 @@ def test_fresh_process_returns_the_result_and_raises_the_childs_error(monkeypatc
     import importlib
     import operator
 
+    import threading
+
     monkeypatch.syspath_prepend(str(BENCHMARKS))  # the spawned child imports _common by name
     common = importlib.import_module("_common")
-    assert common.in_fresh_process(operator.methodcaller("put", 42)) == 42
-    with pytest.raises(RuntimeError, match="failed in its child process(.|\n)*TypeError"):
-        common.in_fresh_process(operator.truediv, 1, 0)  # truediv(1, 0, queue): a TypeError in the child
+
+    def bounded(target, *args):  # the call in a thread, so that a hang fails the test instead of stalling it
+        outcome = {}
+
+        def call():
+            try:
+                outcome["result"] = common.in_fresh_process(target, *args)
+            except Exception as error:  # noqa: BLE001 - the test inspects it
+                outcome["error"] = error
+
+        thread = threading.Thread(target=call, daemon=True)
+        thread.start()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "in_fresh_process did not return within 60 s"
+        return outcome
+
+    assert bounded(operator.methodcaller("put", 42)) == {"result": 42}
+    error = bounded(operator.truediv, 1, 0)["error"]  # truediv(1, 0, queue): a TypeError in the child
+    assert isinstance(error, RuntimeError) and "failed in its child process" in str(error)
+    assert "TypeError" in str(error)
