@@ -244,5 +244,3 @@ def test_linear_only_classifier_chooses_its_penalty_on_all_rows_above_the_leave_
     assert model.linear_only_
     grid = np.array(model._settings.logistic_alpha_grid)
     assert np.min(np.abs(np.log(grid / model.alpha_))) < 1e-9
-
-
