@@ -200,7 +200,10 @@ ATTRIBUTES = """
     best_validation_loss_ : float
         The monitored loss of the fitted model.
     best_validation_score_ : float or None
-        {score} of the fitted model on the validation split (None without one).
+        {score} of the fitted model on the validation split (None without one). Where
+        cross-validation reduced the model to its linear-only one (at most 1,000 rows,
+        see ``linear_term``), that model has learned from the validation rows too, so
+        this score and ``best_validation_loss_`` are in-sample.
     model_ : torch.nn.Module
         The fitted :class:`~rffkit.layers.RFFNetModule`, in float64 on the CPU.
     n_features_in_ : int
