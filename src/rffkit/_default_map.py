@@ -5,7 +5,7 @@ when not None, sets the width of that map or overrides the ``n_components`` of a
 ``features`` (:func:`with_width`), as ``random_state`` overrides its seed. :func:`map_width`
 is the width a fit will use and :func:`width_parameter` the parameter that lowers it, for
 the messages that advise doing so. :func:`default_features` builds the map ``features=None``
-stands for, and :func:`warn_if_scales_differ` says when its one length scale cannot suit the columns.
+stands for, and :func:`warn_if_moments_differ` says when its one length scale cannot suit the columns.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .features import RandomFourierFeatures
 __all__ = [
     "DEFAULT_N_COMPONENTS", "FEATURE_MAP_PARAMETERS", "DefaultFeatureMap", "default_features",
     "default_features_from_moments", "default_features_warned", "map_width",
-    "pooled_variance", "warn_if_moments_differ", "warn_if_scales_differ", "width_parameter", "with_width",
+    "pooled_variance", "warn_if_moments_differ", "width_parameter", "with_width",
 ]
 
 #: Components of the default feature map (``features=None``, ``n_components=None``).
@@ -137,8 +137,17 @@ def default_features(X, random_state):
     >>> features.n_components, features.length_scale
     (500, 1.0)
     """
-    variance = float(X.var()) if not sp.issparse(X) else float(X.toarray().var())
-    return _default_features(X.shape[1], variance, random_state)
+    return _default_features(X.shape[1], pooled_variance(*_column_moments(X)), random_state)
+
+
+def _column_moments(X):
+    """The means and variances (ddof 0, float64) of the columns of ``X``; a sparse ``X`` is not made dense."""
+    if sp.issparse(X):
+        means = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
+        squares = np.asarray(X.multiply(X).mean(axis=0, dtype=np.float64)).ravel()
+        return means, np.maximum(squares - means * means, 0.0)
+    X = np.asarray(X)
+    return np.mean(X, axis=0, dtype=np.float64), np.var(X, axis=0, dtype=np.float64)
 
 
 def _default_features(n_features, variance, random_state):
@@ -163,25 +172,12 @@ _SCALE_RATIO = 1e3
 
 
 def default_features_warned(estimator, X):
-    """:func:`default_features` of ``X`` for ``estimator``, after the warning of :func:`warn_if_scales_differ`:
-    the map ``features=None`` stands for in a fit in memory (:func:`default_features_from_moments` in a
-    streamed one)."""
-    warn_if_scales_differ(estimator, X)
-    return default_features(X, estimator.random_state)
-
-
-def warn_if_scales_differ(estimator, X):
-    """Warn when one length scale for all columns (the default map's, from the variance of all entries
-    of ``X`` pooled) cannot suit them (:func:`warn_if_moments_differ`, on ``X``'s column moments; a
-    sparse ``X`` is not made dense for them)."""
-    if sp.issparse(X):
-        means = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel()
-        squares = np.asarray(X.multiply(X).mean(axis=0, dtype=np.float64)).ravel()
-        variances = np.maximum(squares - means * means, 0.0)
-    else:
-        X = np.asarray(X)
-        means, variances = np.mean(X, axis=0, dtype=np.float64), np.var(X, axis=0, dtype=np.float64)
+    """:func:`default_features` of ``X`` for ``estimator``, after the warning of :func:`warn_if_moments_differ`
+    on ``X``'s column moments: the map ``features=None`` stands for in a fit in memory
+    (:func:`default_features_from_moments` in a streamed one)."""
+    means, variances = _column_moments(X)
     warn_if_moments_differ(estimator, means, variances, getattr(estimator, "feature_names_in_", None))
+    return _default_features(X.shape[1], pooled_variance(means, variances), estimator.random_state)
 
 
 def _shares(means, variances):
