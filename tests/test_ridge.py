@@ -377,6 +377,59 @@ def test_walk_ridge_alpha_finds_the_path_minimum(start):
     torch.testing.assert_close(temporary, Z - Z.mean(dim=0))
 
 
+def _primal_ridge(Z, y, alpha):
+    """Coefficients and intercept of mean((Z b + c - y)^2) + alpha ||b||^2 by the D x D normal equations (float64)."""
+    Z, y = Z.double(), y.double()
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc = Z - z_mean
+    system = Zc.T @ Zc / Z.shape[0] + alpha * torch.eye(Z.shape[1], dtype=torch.float64)
+    coef = torch.linalg.solve(system, Zc.T @ (y - y_mean) / Z.shape[0])
+    return coef, y_mean - z_mean @ coef
+
+
+@pytest.mark.parametrize("targets", [None, 3])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_heads_with_fewer_rows_than_features_equal_the_primal_solution(targets, dtype):
+    """With n < D the heads solve the n x n dual system: solve_ridge, select_ridge_alpha (on a validation
+    split and by GCV) and walk_ridge_alpha give the D x D normal equations' head, to 1e-6 in float64 and
+    2e-3 (relative to the largest coefficient) in float32; 40 rows and 150 features, and 100 x 1,000
+    (syrk's size)."""
+    from rffkit._ridge import select_ridge_alpha, solve_ridge, walk_ridge_alpha
+    from rffkit._ridge_solve import dual_pays
+
+    alphas = tuple(10.0 ** (-k / 2.0) for k in range(16, -1, -1))
+    tolerance = 1e-6 if dtype == torch.float64 else 2e-3
+    for n, D in ((40, 150), (100, 1000)):
+        rng = np.random.default_rng(n)
+        shape = (n,) if targets is None else (n, targets)
+        Z, Z_val = (torch.as_tensor(rng.normal(size=(rows, D)), dtype=dtype) for rows in (n, 60))
+        beta = torch.as_tensor(rng.normal(size=(D,) + shape[1:]), dtype=dtype) / np.sqrt(D)
+        y = Z @ beta + 2.0 * torch.as_tensor(rng.normal(size=shape), dtype=dtype)
+        y_val = Z_val @ beta + 2.0 * torch.as_tensor(rng.normal(size=(60,) + shape[1:]), dtype=dtype)
+        assert dual_pays(Z)
+
+        def close(coef, intercept, alpha):
+            reference, reference_intercept = _primal_ridge(Z, y, alpha)
+            scale = float(reference.abs().max())
+            assert coef.shape == reference.shape and coef.dtype == dtype
+            assert float((coef.double() - reference).abs().max()) <= tolerance * scale
+            assert float((intercept.double() - reference_intercept).abs().max()) <= tolerance * max(scale, 1.0)
+
+        for alpha in (1e-4, 1e-2, 1.0):
+            solution = solve_ridge(Z.clone(), y, alpha)
+            close(solution.coef, solution.intercept, alpha)
+        chosen = select_ridge_alpha(Z, y, Z_val, y_val, alphas)
+        close(chosen.coef, chosen.intercept, chosen.alpha)
+        scores = [float(((Z_val.double() @ c + i - y_val.double()) ** 2).mean())
+                  for c, i in (_primal_ridge(Z, y, alpha) for alpha in alphas)]
+        assert chosen.alpha == alphas[int(np.argmin(scores))]
+        walked = walk_ridge_alpha(Z.clone(), y, Z_val, y_val, alphas, 1e-2)
+        assert walked.alpha == chosen.alpha and walked.score == pytest.approx(chosen.score, rel=10 * tolerance)
+        close(walked.coef, walked.intercept, walked.alpha)
+        by_gcv = select_ridge_alpha(Z, y, None, None, alphas)
+        close(by_gcv.coef, by_gcv.intercept, by_gcv.alpha)
+
+
 @pytest.mark.parametrize("targets", [1, 2])
 def test_walk_by_blocks_equals_the_walk_on_whole_feature_matrices(targets):
     """The block form forms the features of at most 40 rows at once (block_bytes) and gives

@@ -12,6 +12,11 @@ score that RFFNet's relevance search minimises, and :func:`fit_ridge_head` the h
 of a random-feature model with its penalty chosen along a path
 (:func:`select_ridge_alpha`, one eigendecomposition for every penalty, from
 :mod:`rffkit._ridge_path`).
+
+With fewer rows than features (``n < D``) the systems are solved in the dual
+(:mod:`rffkit._ridge_solve`): :func:`solve_ridge`, the eigendecomposition of
+:func:`select_ridge_alpha` and the walk of :func:`walk_ridge_alpha` work on the
+``n x n`` kernel matrix ``Zc Zc^T`` and give the primal form's head to rounding.
 """
 
 from __future__ import annotations
@@ -27,13 +32,13 @@ from ._dense import (
     cholesky_solve_upper,
     gram_matrix,
     matmul,
-    on_cpu,
     spd_inverse_upper,
     symmetric_eigh,
     syrk_pays,
     system_upper,
 )
 from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
+from ._ridge_solve import dual_pays, solve_centred
 
 __all__ = [
     "GramShare", "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha",
@@ -87,57 +92,6 @@ class RidgeHead:
         return ((self.predict(Z) - y) ** 2).sum(dim=1)
 
 
-def _lapack_solve_centred(Zc, yc, alpha, per_sample, dtype=np.float64):
-    """The coefficients of :func:`_solve_centred` in ``dtype`` by ``syrk``, ``potrf`` and ``potrs``
-    on the upper triangle, with one ``D x D`` array for the system and its factor (float32:
-    ``syrk``'s own); None when the system is not numerically positive definite."""
-    n, D = Zc.shape
-    scale = 1.0 / n if per_sample else 1.0
-    system = system_upper(Zc, scale, alpha, dtype=dtype)
-    rhs = matmul(Zc.T, yc.reshape(n, -1)).numpy().astype(dtype) * dtype(scale)
-    coef = cholesky_solve_upper(system, rhs)
-    return None if coef is None else torch.from_numpy(coef).reshape((D, *yc.shape[1:]))
-
-
-def _solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
-    """``coef`` of ``(Zc^T Zc [/ n] + alpha I) coef = Zc^T yc [/ n]``.
-
-    The products run in the dtype of ``Zc``, the ``D x D`` solve in ``solve_dtype``
-    (None: the same): on LAPACK for a large CPU problem solved in float64, or in float32
-    from float32 features, without a gradient, else on torch, by Cholesky with a
-    least-squares fallback. A float32 system that is not numerically positive definite
-    is solved again in float64.
-    """
-    lapack = (syrk_pays(Zc) and on_cpu(Zc, yc)
-              and not (torch.is_grad_enabled() and (Zc.requires_grad or yc.requires_grad)))
-    if lapack and solve_dtype == torch.float32 == Zc.dtype:
-        coef = _lapack_solve_centred(Zc, yc, alpha, per_sample, np.float32)
-        # asked for float32 and not numerically positive definite there: again in float64
-        return coef if coef is not None else _solve_centred(Zc, yc, alpha, per_sample, torch.float64)
-    if lapack and solve_dtype == torch.float64:
-        coef = _lapack_solve_centred(Zc, yc, alpha, per_sample)
-        if coef is not None:
-            return coef.to(Zc.dtype)
-    gram, rhs = gram_matrix(Zc), Zc.T @ yc
-    if solve_dtype is not None:
-        gram, rhs = gram.to(solve_dtype), rhs.to(solve_dtype)
-    if per_sample:
-        gram, rhs = gram / Zc.shape[0], rhs / Zc.shape[0]
-    gram.diagonal().add_(alpha)
-    column = rhs.unsqueeze(-1) if rhs.ndim == 1 else rhs
-    factor, info = torch.linalg.cholesky_ex(gram)
-    if int(info) == 0:
-        coef = torch.cholesky_solve(column, factor)
-    elif solve_dtype == torch.float32 and gram.dtype == torch.float32:  # asked for float32: again in float64
-        return _solve_centred(Zc, yc, alpha, per_sample, torch.float64)
-    else:  # numerically singular (a tiny alpha, rank-deficient Z): least squares
-        # on the CPU by SVD (gelsd): torch's default there, MKL's gelsy, returned solutions off by
-        # up to 0.07 on a rank-deficient system when run on two threads, differing call to call
-        driver = "gelsd" if gram.device.type == "cpu" else None
-        coef = torch.linalg.lstsq(gram, column, driver=driver).solution
-    return coef.reshape(rhs.shape).to(Zc.dtype)
-
-
 def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_intercept=True, overwrite_z=False):
     """Minimise ``mean((Z beta + c - y)^2) + alpha ||beta||^2`` over ``beta`` and ``c``.
 
@@ -165,10 +119,10 @@ def solve_ridge(Z, y, alpha, *, per_sample=True, solve_dtype=torch.float64, fit_
         ``coef`` and ``intercept`` in the dtype of ``Z``.
     """
     if not fit_intercept:
-        coef = _solve_centred(Z, y, alpha, per_sample, solve_dtype)
+        coef = solve_centred(Z, y, alpha, per_sample, solve_dtype)
         return RidgeSolution(coef, torch.zeros(coef.shape[1:], dtype=Z.dtype, device=Z.device))
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
-    coef = _solve_centred(Z.sub_(z_mean) if overwrite_z else Z - z_mean, y - y_mean, alpha, per_sample, solve_dtype)
+    coef = solve_centred(Z.sub_(z_mean) if overwrite_z else Z - z_mean, y - y_mean, alpha, per_sample, solve_dtype)
     return RidgeSolution(coef, y_mean - z_mean @ coef)
 
 
@@ -195,7 +149,7 @@ class _GCV(torch.autograd.Function):
         targets = yc.reshape(m, -1)
         inverse = _spd_inverse(Zc, alpha)
         if inverse is None:  # the least-squares fallback's coefficients, and no finite score
-            coef = _solve_centred(Zc, yc, alpha, True, torch.float64)
+            coef = solve_centred(Zc, yc, alpha, True, torch.float64)
             ctx.finite = False
             return torch.full((), math.inf, dtype=Z.dtype, device=Z.device), coef, y_mean - z_mean @ coef
         B = inverse @ (matmul(Zc.T, targets).double() / m)
@@ -277,29 +231,40 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     y = y.reshape(n, -1)
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc, yc = Z - z_mean, y - y_mean
-    # the n D^2 products run in the dtype of Z, the D x D eigendecomposition in float64
-    eigenvalues, V = symmetric_eigh(gram_matrix(Zc).double())
+    dual = dual_pays(Zc)
+    # the products run in the dtype of Z, the D x D (dual: n x n) eigendecomposition in float64
+    eigenvalues, V = symmetric_eigh(gram_matrix(Zc.T if dual else Zc).double())
+    eigenvalues = eigenvalues.clamp_min(0.0)
+    # dual: V holds U_hat, and q = sqrt(s) U_hat^T yc (see rffkit._ridge_path)
+    projections = V.T @ (yc.double() if dual else (Zc.T @ yc).double())
     spectrum = RidgeSpectrum(
-        form="primal",
-        eigenvalues=eigenvalues.clamp_min(0.0),
+        form="dual" if dual else "primal",
+        eigenvalues=eigenvalues,
         eigenvectors=V,
-        projections=V.T @ (Zc.T @ yc).double(),
+        projections=eigenvalues.sqrt()[:, None] * projections if dual else projections,
         y_norm2=(yc.double() ** 2).sum(dim=0),
         n_samples=n,
         intercept=False,  # centred here; like gcv_score, df does not count the intercept
         feature_mean=z_mean.cpu().numpy(),
         target_mean=y_mean.cpu().numpy(),
+        dual_projections=projections if dual else None,
     )
+
+    def coefficients(penalty):
+        if not dual:
+            return path_coefficients(spectrum, penalty)
+        return Zc.T.double() @ (V @ (projections / (eigenvalues[:, None] + penalty)))
+
     penalties = [n * alpha for alpha in alphas]
     if Z_val is None:
         scores = gcv_path(spectrum, penalties).mean(dim=1).tolist()
     else:
         Zv = (Z_val - z_mean).double()
         target = (y_val.reshape(Z_val.shape[0], -1) - y_mean).double()
-        scores = [float(((Zv @ path_coefficients(spectrum, a) - target) ** 2).mean()) for a in penalties]
+        scores = [float(((Zv @ coefficients(a) - target) ** 2).mean()) for a in penalties]
     finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
     best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
-    coef = path_coefficients(spectrum, penalties[best]).to(Z.dtype)
+    coef = coefficients(penalties[best]).to(Z.dtype)
     intercept = y_mean - z_mean @ coef
     if squeeze:
         coef, intercept = coef[:, 0], intercept[0]
@@ -325,7 +290,12 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False, sh
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z.sub_(z_mean) if overwrite_z else Z - z_mean
-    if syrk_pays(Zc):  # the upper triangle only
+    if dual_pays(Zc):  # the n x n system of the dual, coef = Zc^T c (see the module)
+        gram = gram_matrix(Zc.T).double() / n
+        rhs = (y - y_mean).reshape(n, -1).double() / n
+        Zt = Zc.T.double()
+        to_coef = lambda c: (Zt @ c.reshape(n, -1)).reshape(Zt.shape[0], *y.shape[1:])  # noqa: E731
+    elif syrk_pays(Zc):  # the upper triangle only
         known = None if share is None else share.known
         if known is not None and known.shape[0] < Zc.shape[1]:
             gram = torch.from_numpy(bordered_system_upper(Zc, known, 1.0 / n))
@@ -335,14 +305,16 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False, sh
             share.formed = gram.numpy()
     else:
         gram = gram_matrix(Zc).double() / n
-    rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
+    if not dual_pays(Zc):
+        rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
+        to_coef = None
     del Zc
 
     def validation_mse(coef, intercept):
         residual = Z_val @ coef + intercept - y_val
         return float((residual * residual).mean())
 
-    head = _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse)
+    head = _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse, to_coef)
     if head is None and overwrite_z:
         Z.add_(z_mean)  # the features again (to rounding) for the eigendecomposition
     return head if head is not None else select_ridge_alpha(Z, y, Z_val, y_val, alphas)
@@ -386,11 +358,12 @@ def walk_ridge_alpha_by_blocks(features, X, y, X_val, y_val, alphas, start, *, b
     return head if head is not None else select_ridge_alpha(features(X), y, features(X_val), y_val, alphas)
 
 
-def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
+def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse, to_coef=None):
     """The walk of :func:`walk_ridge_alpha` on the centred ``gram`` and ``rhs`` (float64, divided
     by n); ``validation_mse(coef, intercept)`` scores a head. None when no penalty visited
     scores finitely. ``gram`` is symmetric or, on the CPU, a Fortran-ordered tensor whose
-    upper triangle holds it."""
+    upper triangle holds it. ``to_coef`` maps a solution to the coefficients (the dual's
+    ``Zc^T c``; None: the solution is the coefficients)."""
     grid = sorted(float(a) for a in alphas)
     k = int(np.argmin([abs(math.log(a / start)) if a > 0 and start > 0 else abs(a - start) for a in grid]))
     fits = {}
@@ -426,7 +399,7 @@ def _walk(gram, rhs, z_mean, y_mean, alphas, start, validation_mse):
             if coef is None:
                 fits[j] = (math.inf, None, None)
             else:
-                coef = coef.to(z_mean.dtype)
+                coef = (coef if to_coef is None else to_coef(coef)).to(z_mean.dtype)
                 intercept = y_mean - z_mean @ coef
                 mse = validation_mse(coef, intercept)
                 fits[j] = (mse if math.isfinite(mse) else math.inf, coef, intercept)
