@@ -430,6 +430,40 @@ def test_heads_with_fewer_rows_than_features_equal_the_primal_solution(targets, 
         close(by_gcv.coef, by_gcv.intercept, by_gcv.alpha)
 
 
+@pytest.mark.parametrize("D", [12, 70])  # primal and dual spectra
+def test_the_leave_one_out_head_takes_the_penalty_of_least_brute_force_loo_error(D):
+    """loo_ridge_head on 50 rows (the last 5 repeating the first 5): its penalty is the grid's least
+    brute-force leave-one-out error of sklearn's Ridge refitted without the left-out row and, with the
+    inputs given, without its twin; its coefficients those of the fit on all rows (1e-6 relative)."""
+    from rffkit._ridge import loo_ridge_head
+
+    rng = np.random.default_rng(D)
+    X = rng.normal(size=(50, 3))
+    X[45:] = X[:5]
+    W, b = rng.normal(size=(3, D)), rng.uniform(0, 2 * np.pi, size=D)
+    Z = np.cos(X @ W + b)
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + 0.3 * rng.normal(size=50)
+    alphas = (1e-6, 1e-4, 1e-2, 1e-1, 1.0)
+    twins = {i: [j for j in range(50) if np.array_equal(X[i], X[j])] for i in range(50)}
+
+    def brute_force(penalty, together):
+        errors = []
+        for i in range(50):
+            keep = np.setdiff1d(np.arange(50), twins[i] if together else [i])
+            model = Ridge(alpha=penalty, solver="cholesky").fit(Z[keep], y[keep])
+            errors.append((y[i] - model.predict(Z[i : i + 1])[0]) ** 2)
+        return float(np.mean(errors))
+
+    for together in (False, True):
+        head = loo_ridge_head(torch.as_tensor(Z), torch.as_tensor(y), alphas, torch.as_tensor(X) if together else None)
+        scores = [brute_force(50 * a, together) for a in alphas]
+        assert head.alpha == alphas[int(np.argmin(scores))]
+        assert head.score == pytest.approx(min(scores), rel=1e-6)
+        reference = Ridge(alpha=50 * head.alpha, solver="cholesky").fit(Z, y)
+        np.testing.assert_allclose(head.coef.numpy(), reference.coef_, rtol=1e-6, atol=1e-8)
+        assert float(head.intercept) == pytest.approx(reference.intercept_, rel=1e-6, abs=1e-8)
+
+
 @pytest.mark.parametrize("targets", [1, 2])
 def test_walk_by_blocks_equals_the_walk_on_whole_feature_matrices(targets):
     """The block form forms the features of at most 40 rows at once (block_bytes) and gives

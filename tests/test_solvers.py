@@ -184,3 +184,29 @@ def test_varpro_width_is_wider_for_a_few_thousand_rows():
         assert varpro_n_components(n) == default_n_components(n)
     narrow = replace(DEFAULT_SETTINGS, varpro_wide_features=0)
     assert varpro_n_components(4500, narrow) == 1000
+
+
+def test_a_small_regressors_head_on_all_rows_takes_the_leave_one_out_penalty():
+    """On at most ridge_loo_rows rows the head refitted on the training and validation rows takes the
+    penalty of least exact leave-one-out error on them (loo_ridge_head of the fitted layer's features),
+    not the 20-row validation split's; with ridge_loo_rows=0 the layer is the same and the penalty is
+    the split's (coefficients to 1e-4 of their largest)."""
+    from rffkit import RFFNetRegressor
+    from rffkit._ridge import loo_ridge_head
+
+    rng = np.random.default_rng(6)  # the split takes 3e-7, leave-one-out 1e-4
+    X = rng.normal(size=(200, 3))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + 0.3 * rng.normal(size=200)
+    model = RFFNetRegressor(random_state=0).fit(X, y)
+    split = RFFNetRegressor(random_state=0)
+    split._settings = replace(DEFAULT_SETTINGS, ridge_loo_rows=0)
+    split.fit(X, y)
+    np.testing.assert_array_equal(model.relevances_, split.relevances_)
+    Xs = torch.as_tensor(model._standardise(X), dtype=torch.float32)
+    with torch.no_grad():
+        Z = model.model_.rff(Xs)
+    target = torch.as_tensor((y - model._y_mean) / model._y_scale, dtype=torch.float32)
+    head = loo_ridge_head(Z, target, DEFAULT_SETTINGS.alpha_grid, Xs)
+    assert model.alpha_ == head.alpha != split.alpha_
+    weight = model.model_.first_linear.weight.detach()[0]
+    assert float((weight - head.coef).abs().max()) <= 1e-4 * float(head.coef.abs().max())

@@ -40,7 +40,7 @@ import math
 import torch
 
 from ._logistic_path import logistic_head_path
-from ._ridge import GramShare, fit_ridge_head, solve_ridge
+from ._ridge import GramShare, fit_ridge_head, loo_ridge_head, solve_ridge
 
 __all__ = [
     "KernelGramMemo", "RidgeHeads", "LogisticHeads", "linear_inputs", "on_layer", "paired_gain", "reduce_to_linear",
@@ -253,10 +253,20 @@ class RidgeHeads:
         return None if self.X_val is None else head.sample_losses(layer(self.X_val), self.y_val)
 
     @torch.no_grad()
-    def refit(self, layer, head):
-        """``head`` refitted on the training and validation rows together at its penalty (its score kept)."""
+    def refit(self, layer, head, loo_rows=0):
+        """``head`` refitted on the training and validation rows together (its score kept).
+
+        At its penalty or, when the penalty is chosen ('auto') and the rows are at most
+        ``loo_rows``, at the penalty of ``alphas`` with the least exact leave-one-out
+        error on all of them (:func:`rffkit._ridge.loo_ridge_head`): where the validation
+        split holds a few dozen rows it chooses the penalty by luck.
+        """
         if self.X_val is None:
             return head
+        if isinstance(self.alpha, str) and self.X.shape[0] + self.X_val.shape[0] <= loo_rows:
+            X = _joined(self.X, self.X_val)
+            refitted = loo_ridge_head(layer(X), _joined(self.y, self.y_val), self.alphas, X)
+            return dataclasses.replace(refitted, score=head.score)
         solution = solve_ridge(layer(_joined(self.X, self.X_val)), _joined(self.y, self.y_val), head.alpha)
         return dataclasses.replace(head, coef=solution.coef.reshape(head.coef.shape),
                                    intercept=solution.intercept.reshape(head.intercept.shape))
@@ -340,8 +350,12 @@ class LogisticHeads:
         return None if self.X_val is None else head.sample_losses(layer(self.X_val), self.labels_val)
 
     @torch.no_grad()
-    def refit(self, layer, head):
-        """``head`` refitted on the training and validation rows together at its penalty (its score kept)."""
+    def refit(self, layer, head, loo_rows=0):
+        """``head`` refitted on the training and validation rows together at its penalty (its score kept).
+
+        ``loo_rows`` is not used: on at most ``logistic_loo_rows`` training rows the
+        penalty was already chosen on held-out training rows (:class:`LogisticHeads`).
+        """
         if self.X_val is None:
             return head
         refitted = logistic_head_path(layer(_joined(self.X, self.X_val)), _joined(self.labels, self.labels_val),

@@ -37,12 +37,12 @@ from ._dense import (
     syrk_pays,
     system_upper,
 )
-from ._ridge_path import RidgeSpectrum, gcv_path, path_coefficients
+from ._ridge_path import RidgeSpectrum, gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
 from ._ridge_solve import dual_pays, solve_centred
 
 __all__ = [
     "GramShare", "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha",
-    "walk_ridge_alpha", "fit_ridge_head",
+    "walk_ridge_alpha", "fit_ridge_head", "loo_ridge_head",
 ]
 
 
@@ -444,3 +444,35 @@ def fit_ridge_head(Z, y, Z_val, y_val, alpha, alphas, start=None, *, overwrite_z
     solution = solve_ridge(Z, y, alpha, overwrite_z=overwrite_z, solve_dtype=solve_dtype)
     residual = Z_val @ solution.coef + solution.intercept - y_val
     return RidgeHead(alpha, solution.coef, solution.intercept, float((residual * residual).mean()))
+
+
+@torch.no_grad()
+def loo_ridge_head(Z, y, alphas, X=None):
+    """The ridge head on ``(Z, y)`` whose penalty, among ``alphas``, has the least exact leave-one-out error.
+
+    One spectrum of the centred features (:func:`rffkit._ridge_path.ridge_spectrum`, the
+    dual form when ``Z`` has more columns than rows) scores every penalty by exact
+    leave-one-out (Allen, 1974), in float64 on the CPU; rows of ``X`` (the inputs of ``Z``,
+    None: every row distinct) that are equal are left out together
+    (:func:`rffkit._ridge_path.row_groups`), so that a repeated row's twin does not
+    predict it. Ties go to the larger penalty. The head's ``score`` is its leave-one-out
+    mean squared error; ``coef`` and ``intercept`` come back in the dtype and on the
+    device of ``Z``, ``coef`` of shape (D,) for ``y`` of shape (n,).
+    """
+    n = Z.shape[0]
+    features = Z.detach().double().cpu().numpy()
+    targets = y.detach().double().cpu().numpy().reshape(n, -1)
+    cpu = torch.device("cpu")
+    spectrum = ridge_spectrum(features, targets, fit_intercept=True, dtype=torch.float64, device=cpu)
+    groups = None if X is None else row_groups(X.detach().double().cpu().numpy(), targets)
+    # the path works on the sum of squares: penalties n alpha (see select_ridge_alpha)
+    scores = loo_path(spectrum, [n * a for a in alphas], features, targets, groups).mean(dim=1).tolist()
+    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
+    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    coef = path_coefficients(spectrum, n * alphas[best], features).numpy()
+    intercept = spectrum.target_mean - spectrum.feature_mean @ coef
+    as_z = lambda array: torch.as_tensor(array, dtype=Z.dtype, device=Z.device)  # noqa: E731
+    coef, intercept = as_z(coef), as_z(intercept)
+    if y.ndim == 1:
+        coef, intercept = coef[:, 0], intercept[0]
+    return RidgeHead(alphas[best], coef, intercept, scores[best])
