@@ -57,3 +57,20 @@ def test_a_streamed_fit_names_a_target_float32_cannot_resolve(selection):
         warnings.simplefilter("error", RuntimeWarning)
         RFFRidge(n_components=20, random_state=0, alpha_selection=selection).fit(ArraySource(X32, y + 1e4))
         RFFRidge(n_components=20, random_state=0, alpha_selection=selection).fit(ArraySource(X, y + 1e8))
+
+
+@pytest.mark.parametrize("scale", [1e-301, 1.0, 1e300])
+def test_the_offset_warning_depends_on_the_ratio_of_mean_to_spread_not_on_the_scale(scale):
+    """y of mean 0.3 and spread about 0.5 (times ``scale``) draws no warning at any scale, and a mean of
+    1e8 times its spread (times ``scale``) does. At 1e-301 the squared deviations had underflowed to a
+    spread of 0, and the first warned (hypothesis found it through SRFFRegressor)."""
+    from rffkit._validation import warn_if_float32_offset
+
+    near = np.array([0.1379, -0.1449, 0.6616, 0.5]) * scale
+    far = (1e8 + np.array([0.1, -0.1, 0.0, 0.05])) * scale
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_if_float32_offset("Model", near, np.float32)
+    assert not caught
+    with pytest.warns(RuntimeWarning, match="times its spread"):
+        warn_if_float32_offset("Model", far, np.float32)

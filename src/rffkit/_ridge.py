@@ -232,8 +232,9 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc, yc = Z - z_mean, y - y_mean
     dual = dual_pays(Zc)
-    # the products run in the dtype of Z, the D x D (dual: n x n) eigendecomposition in float64
-    eigenvalues, V = symmetric_eigh(gram_matrix(Zc.T if dual else Zc).double())
+    # the n D^2 products run in the dtype of Z, the D x D eigendecomposition in float64; the dual's
+    # n x n kernel is formed in float64 (n^2 D, cheap where n < D: see rffkit._ridge_solve)
+    eigenvalues, V = symmetric_eigh(gram_matrix(Zc.T.double()) if dual else gram_matrix(Zc).double())
     eigenvalues = eigenvalues.clamp_min(0.0)
     # dual: V holds U_hat, and q = sqrt(s) U_hat^T yc (see rffkit._ridge_path)
     projections = V.T @ (yc.double() if dual else (Zc.T @ yc).double())
@@ -290,10 +291,10 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False, sh
     n = Z.shape[0]
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc = Z.sub_(z_mean) if overwrite_z else Z - z_mean
-    if dual_pays(Zc):  # the n x n system of the dual, coef = Zc^T c (see the module)
-        gram = gram_matrix(Zc.T).double() / n
-        rhs = (y - y_mean).reshape(n, -1).double() / n
+    if dual_pays(Zc):  # the n x n system of the dual, in float64, coef = Zc^T c (see rffkit._ridge_solve)
         Zt = Zc.T.double()
+        gram = gram_matrix(Zt) / n
+        rhs = (y - y_mean).reshape(n, -1).double() / n
         to_coef = lambda c: (Zt @ c.reshape(n, -1)).reshape(Zt.shape[0], *y.shape[1:])  # noqa: E731
     elif syrk_pays(Zc):  # the upper triangle only
         known = None if share is None else share.known

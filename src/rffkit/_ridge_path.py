@@ -349,7 +349,9 @@ def loo_path(spectrum, alphas, Z, y, groups=None):
     (:class:`RowGroups`) each group of equal rows is left out whole. Costs O(n r (1 + T))
     per alpha (O(G r (1 + T)) for G groups); rows are processed in blocks.
     """
-    if groups is not None:
+    # directions of rounding noise (the centred dual kernel's null direction comes out at 1e-15, not 0)
+    # would add s / (s + alpha) to hat values within alpha of 1 at the smallest penalties
+    if groups is not None or spectrum.form == "dual":
         spectrum = _numerical_rank(spectrum)
     s = spectrum.eigenvalues
     dtype, device = s.dtype, s.device

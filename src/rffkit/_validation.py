@@ -133,7 +133,11 @@ def warn_if_float32_offset(owner, y, X_dtype, *, moments=None):
         return
     if moments is None:
         y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-        moments = np.mean(y, axis=0), np.std(y, axis=0)
+        # in units of each target's largest magnitude: the squares of values near 1e-300 underflow to a
+        # spread of 0, against which any mean warned
+        peak = np.max(np.abs(y), axis=0)
+        peak = np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
+        moments = np.mean(y / peak, axis=0) * peak, np.std(y / peak, axis=0) * peak
     means, spreads = np.abs(np.asarray(moments[0], dtype=np.float64)), np.asarray(moments[1], dtype=np.float64)
     ratios = means / np.maximum(spreads, 1e-300)  # per target: one target's mean against its own spread
     worst = int(np.argmax(ratios))
