@@ -67,10 +67,11 @@ PARAMETERS = """
         at most 10,000 rows the search and the refinement moves are run again at
         1e-3 and the model with the lower validation loss is kept (this doubles the
         fit's time there; a weak pair of interacting features that the search at
-        1e-4 leaves among the irrelevant ones stays visible at 1e-3). The
-        regressor's head, refitted on the training and validation rows together, takes
-        on at most 1,000 of them the penalty of least exact leave-one-out error there
-        (equal rows left out together) instead of the validation split's. The classifier's
+        1e-4 leaves among the irrelevant ones stays visible at 1e-3). The in-memory
+        regressor's kernel-model head, refitted on the training and validation rows
+        together, takes on at most 1,000 of them the penalty of least exact
+        leave-one-out error there (equal rows left out together) instead of the
+        validation split's (a streamed fit keeps the split's). The classifier's
         logistic head then takes its own penalty from half-decades 1e-6 ... 1, by
         validation log-loss, or, on a training split of at most 1,000 rows, by the
         approximate leave-one-out log-loss of its rows (Rad & Maleki, 2020; 5-fold
@@ -137,8 +138,8 @@ PARAMETERS = """
         and restores the best state; 'varpro' scores every iterate on it, keeps the
         best relevances, chooses ``alpha='auto'`` and judges the refinement moves on
         it, then (up to 10,000 rows, and in a streamed regressor) refits the kept
-        kernel model's head on every row at that penalty (the regressor's, on at
-        most 1,000 rows, at the penalty of least leave-one-out error, see ``alpha``).
+        kernel model's head on every row at that penalty (the in-memory regressor's,
+        on at most 1,000 rows, at the penalty of least leave-one-out error, see ``alpha``).
         Without it every row trains: 'adam' runs ``max_iter`` epochs, and
         'varpro' uses the GCV score in place of the validation error, skips
         ``align_frequencies`` and still ends each stage after ``n_iter_no_change``

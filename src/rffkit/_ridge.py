@@ -54,8 +54,8 @@ class GramShare:
     triangle holds ``Zc[:, :k]^T Zc[:, :k] / n`` of the walk's own centred features
     (the same rows and first ``k`` columns; the caller vouches for it), so that only
     the products with the other columns are formed; ``formed``, written by the walk:
-    the ``D x D`` array of that kind it formed (both on the CPU, where ``syrk`` pays;
-    elsewhere neither is used).
+    the ``D x D`` array of that kind it formed (both on the CPU, where ``syrk`` pays, and in the
+    primal form; elsewhere, and in a walk that solves the dual, neither is used).
     """
 
     known: np.ndarray | None = None
