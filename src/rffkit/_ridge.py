@@ -232,9 +232,10 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
     Zc, yc = Z - z_mean, y - y_mean
     dual = dual_pays(Zc)
+    Zt = Zc.T.double() if dual else None
     # the n D^2 products run in the dtype of Z, the D x D eigendecomposition in float64; the dual's
     # n x n kernel is formed in float64 (n^2 D, cheap where n < D: see rffkit._ridge_solve)
-    eigenvalues, V = symmetric_eigh(gram_matrix(Zc.T.double()) if dual else gram_matrix(Zc).double())
+    eigenvalues, V = symmetric_eigh(gram_matrix(Zt) if dual else gram_matrix(Zc).double())
     eigenvalues = eigenvalues.clamp_min(0.0)
     # dual: V holds U_hat, and q = sqrt(s) U_hat^T yc (see rffkit._ridge_path)
     projections = V.T @ (yc.double() if dual else (Zc.T @ yc).double())
@@ -254,7 +255,7 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     def coefficients(penalty):
         if not dual:
             return path_coefficients(spectrum, penalty)
-        return Zc.T.double() @ (V @ (projections / (eigenvalues[:, None] + penalty)))
+        return Zt @ (V @ (projections / (eigenvalues[:, None] + penalty)))
 
     penalties = [n * alpha for alpha in alphas]
     if Z_val is None:
