@@ -41,6 +41,7 @@ SECTIONS = [
     ("real_cuda.md", "bench_real.py"),
     ("missing.md", "bench_missing.py"),
     ("rdatasets.md", "bench_rdatasets.py"),
+    ("small_tables.md", "bench_small_tables.py"),
     ("gp.md", "bench_gp.py"),
     ("scale.md", "bench_scale.py"),
     ("extrapolation.md", "bench_extrapolation.py"),
