@@ -155,12 +155,10 @@ def main():
         names = tables()
         if args.part is not None:
             index, count = (int(value) for value in args.part.split("/"))
-            names = names[index::count]
-        rows = run(names, args.seeds, args.quiet)
-        if args.part is not None:
-            index, count = args.part.split("/")
+            rows = run(names[index::count], args.seeds, args.quiet)
             write_csv_atomically(RESULTS / f"small_tables.part{index}of{count}.csv", FIELDS, rows)
             return
+        rows = run(names, args.seeds, args.quiet)
         write_csv_atomically(RESULTS / "small_tables.csv", FIELDS, rows)
     text = markdown(read_rows(RESULTS / "small_tables.csv"))
     (RESULTS / "small_tables.md").write_text(text)

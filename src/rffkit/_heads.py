@@ -263,11 +263,10 @@ class RidgeHeads:
         """
         if self.X_val is None:
             return head
-        if isinstance(self.alpha, str) and self.X.shape[0] + self.X_val.shape[0] <= loo_rows:
-            X = _joined(self.X, self.X_val)
-            refitted = loo_ridge_head(layer(X), _joined(self.y, self.y_val), self.alphas, X)
-            return dataclasses.replace(refitted, score=head.score)
-        solution = solve_ridge(layer(_joined(self.X, self.X_val)), _joined(self.y, self.y_val), head.alpha)
+        X, y = _joined(self.X, self.X_val), _joined(self.y, self.y_val)
+        if isinstance(self.alpha, str) and X.shape[0] <= loo_rows:
+            return dataclasses.replace(loo_ridge_head(layer(X), y, self.alphas, X), score=head.score)
+        solution = solve_ridge(layer(X), y, head.alpha)
         return dataclasses.replace(head, coef=solution.coef.reshape(head.coef.shape),
                                    intercept=solution.intercept.reshape(head.intercept.shape))
 

@@ -349,7 +349,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             n_rows = p.X_train.shape[0] + p.X_val.shape[0]
             if settings.refit_head and n_rows <= settings.refit_head_rows and not reduced and p.heads is None:
                 progress.stage("head on all rows")
-                head = heads.refit(layer, head, loo_rows=settings.ridge_loo_rows if auto_alpha else 0)
+                head = heads.refit(layer, head, loo_rows=settings.ridge_loo_rows)
                 heads.install(model, head)
         return model, history, head.alpha
 

@@ -42,7 +42,7 @@ from ._ridge_solve import dual_pays, solve_centred
 
 __all__ = [
     "GramShare", "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha",
-    "walk_ridge_alpha", "fit_ridge_head", "loo_ridge_head",
+    "walk_ridge_alpha", "fit_ridge_head", "loo_ridge_head", "best_penalty",
 ]
 
 
@@ -210,6 +210,12 @@ def gcv_score(Z, y, alpha):
     return _GCV.apply(Z, y, alpha)
 
 
+def best_penalty(scores, alphas):
+    """The index of the least finite score (ties to the larger penalty); of the largest penalty when none is finite."""
+    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
+    return min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+
+
 @torch.no_grad()
 def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
     """The ridge head whose penalty, among ``alphas``, scores best.
@@ -264,8 +270,7 @@ def select_ridge_alpha(Z, y, Z_val, y_val, alphas):
         Zv = (Z_val - z_mean).double()
         target = (y_val.reshape(Z_val.shape[0], -1) - y_mean).double()
         scores = [float(((Zv @ coefficients(a) - target) ** 2).mean()) for a in penalties]
-    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
-    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    best = best_penalty(scores, alphas)
     coef = coefficients(penalties[best]).to(Z.dtype)
     intercept = y_mean - z_mean @ coef
     if squeeze:
@@ -297,17 +302,17 @@ def walk_ridge_alpha(Z, y, Z_val, y_val, alphas, start, *, overwrite_z=False, sh
         gram = gram_matrix(Zt) / n
         rhs = (y - y_mean).reshape(n, -1).double() / n
         to_coef = lambda c: (Zt @ c.reshape(n, -1)).reshape(Zt.shape[0], *y.shape[1:])  # noqa: E731
-    elif syrk_pays(Zc):  # the upper triangle only
-        known = None if share is None else share.known
-        if known is not None and known.shape[0] < Zc.shape[1]:
-            gram = torch.from_numpy(bordered_system_upper(Zc, known, 1.0 / n))
-        else:
-            gram = torch.from_numpy(system_upper(Zc, 1.0 / n))
-        if share is not None:
-            share.formed = gram.numpy()
     else:
-        gram = gram_matrix(Zc).double() / n
-    if not dual_pays(Zc):
+        if syrk_pays(Zc):  # the upper triangle only
+            known = None if share is None else share.known
+            if known is not None and known.shape[0] < Zc.shape[1]:
+                gram = torch.from_numpy(bordered_system_upper(Zc, known, 1.0 / n))
+            else:
+                gram = torch.from_numpy(system_upper(Zc, 1.0 / n))
+            if share is not None:
+                share.formed = gram.numpy()
+        else:
+            gram = gram_matrix(Zc).double() / n
         rhs = matmul(Zc.T, (y - y_mean).reshape(n, -1)).reshape(Zc.shape[1], *y.shape[1:]).double() / n
         to_coef = None
     del Zc
@@ -469,8 +474,7 @@ def loo_ridge_head(Z, y, alphas, X=None):
     groups = None if X is None else row_groups(X.detach().double().cpu().numpy(), targets)
     # the path works on the sum of squares: penalties n alpha (see select_ridge_alpha)
     scores = loo_path(spectrum, [n * a for a in alphas], features, targets, groups).mean(dim=1).tolist()
-    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
-    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    best = best_penalty(scores, alphas)
     coef = path_coefficients(spectrum, n * alphas[best], features).numpy()
     intercept = spectrum.target_mean - spectrum.feature_mean @ coef
     as_z = lambda array: torch.as_tensor(array, dtype=Z.dtype, device=Z.device)  # noqa: E731

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ._heads import RidgeHeads, linear_inputs, on_layer
-from ._ridge import RidgeHead
+from ._ridge import RidgeHead, best_penalty
 from ._ridge_path import gcv_path, heldout_path, path_coefficients
 from ._ridge_statistics import RidgeStatistics, all_reduce_statistics
 from ._streaming import numeric_target, validation_mask
@@ -273,8 +273,7 @@ def _head_from_statistics(train, heldout, alphas):
         spread = float(heldout.centred()[2][0])
     else:
         scores = gcv_path(spectrum, penalties).mean(dim=1).tolist()
-    finite = [k for k in range(len(alphas)) if math.isfinite(scores[k])]
-    best = min(finite, key=lambda k: (scores[k], -alphas[k])) if finite else int(np.argmax(alphas))
+    best = best_penalty(scores, alphas)
     coef = path_coefficients(spectrum, penalties[best])[:, 0]
     intercept = float(spectrum.target_mean[0] - spectrum.feature_mean @ coef.cpu().numpy())
     if heldout is not None and spread > 0:
