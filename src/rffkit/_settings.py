@@ -180,13 +180,12 @@ class RFFNetSettings:
     reduce_linear: bool = True
     #: Once the moves are chosen, the kept kernel model's head is refitted, at its chosen
     #: penalty, on the training and validation rows together (False: on the training rows).
-    #: The fits inside the kernel-or-linear cross-validation leave it out: they judge the
-    #: layer and penalty a split chooses (with it, Pima's choice flipped to the kernel
-    #: model in one split, which then lost to the linear model on the test rows). Only
-    #: fits of at most ``refit_head_rows`` rows (training and validation) refit in memory:
-    #: above, a tenth more rows changes the head little and the refit's Gram matrix or
-    #: logistic fit costs a tenth of the fit (a streamed regressor refits from its
-    #: statistics, at no cost).
+    #: The fits inside the kernel-or-linear cross-validation refit too: they judge the
+    #: model the fit keeps (:mod:`rffkit._kernel_or_linear`). Only fits of at most
+    #: ``refit_head_rows`` rows (training and validation) refit in memory: above, a
+    #: tenth more rows changes the head little and the refit's Gram matrix or logistic
+    #: fit costs a tenth of the fit (a streamed regressor refits from its statistics,
+    #: at no cost).
     refit_head: bool = True
     refit_head_rows: int = 10_000
     #: With ``alpha='auto'``, the regressor's ridge head refitted on at most this many rows
