@@ -161,6 +161,84 @@ def test_nested_fits_measure_once(torch_threads, monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """Load measurements of a running call under test control: ``state['busy']`` other cores busy,
+    ``state['t']`` the seconds on the clock of its looks."""
+    state = {"t": 0.0, "busy": 0.0}
+    monkeypatch.setattr(guards, "busy_cores", lambda: 0.0)  # the call's first look: an idle machine
+    guards._load_cache["time"] = -float("inf")
+    monkeypatch.setattr(guards, "_clock", lambda: state["t"])
+    monkeypatch.setattr(guards, "_busy_between", lambda before, after: state["busy"])
+    return state
+
+
+def test_a_running_call_moves_its_threads_with_the_load(fake_clock, monkeypatch):
+    # two processes that start together both find an idle machine and take every core; each must give
+    # cores back once it sees the other busy, and take them again when the other is done
+    monkeypatch.setattr(guards, "_available_cores", lambda: 4)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        seen = []
+
+        def look(busy, seconds):
+            fake_clock["busy"], fake_clock["t"] = busy, fake_clock["t"] + seconds
+            guards.rebalance_threads()
+            seen.append(torch.get_num_threads())
+
+        with guards.limited_threads():
+            seen.append(torch.get_num_threads())
+            look(3.0, 0.1)  # too soon after the last look: nothing changes
+            look(3.0, 1.0)
+            with guards.large_blas_call():  # the BLAS's large products follow
+                blas = {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+            look(1.2, 1.0)
+            look(0.0, 1.0)
+        assert seen == [4, 4, 1, 3, 4] and blas <= {1}
+        assert torch.get_num_threads() == 4
+        guards.rebalance_threads()  # outside a call: nothing to move
+        assert torch.get_num_threads() == 4
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_a_running_call_stays_under_torchs_own_count_and_never_moves_a_fixed_count(fake_clock, monkeypatch):
+    monkeypatch.setattr(guards, "_available_cores", lambda: 4)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)  # torch's own count (OMP_NUM_THREADS, set_num_threads) caps 'auto'
+    try:
+        with guards.limited_threads():
+            fake_clock["t"] += 1.0
+            guards.rebalance_threads()
+            assert torch.get_num_threads() == 2
+        with rffkit.config_context(n_threads=3), guards.limited_threads():
+            fake_clock["busy"], fake_clock["t"] = 3.0, fake_clock["t"] + 1.0
+            guards.rebalance_threads()
+            assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_a_fit_looks_at_the_load_while_it_runs(torch_threads, spy, fake_clock, monkeypatch):
+    # the fit starts on both cores of an idle machine; its looks while it runs find one busy: it moves to one thread
+    monkeypatch.setattr(guards, "_available_cores", lambda: 2)
+    fake_clock["busy"] = 1.0
+
+    def ticking():  # every look is due
+        fake_clock["t"] += 1.0
+        return fake_clock["t"]
+
+    monkeypatch.setattr(guards, "_clock", ticking)
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        RFFNetRegressor(n_components=16, random_state=0, rescale_groups=False, align_frequencies=False,
+                        prune_relevances=False).fit(X, y)
+    assert spy and spy[-1][0] == 1
+    assert torch.get_num_threads() == torch_threads
+
+
 @pytest.mark.slow
 def test_busy_cores_sees_a_spinning_process():
     with warnings.catch_warnings():

@@ -37,12 +37,16 @@ from .config import get_config
 from .exceptions import InsufficientMemoryError
 
 __all__ = [
-    "atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores", "blas_threads", "large_blas_call",
+    "atomic_fit", "within_limits", "limited_threads", "auto_threads", "busy_cores", "rebalance_threads",
+    "blas_threads", "large_blas_call",
 ]
 
 #: Seconds a measurement of the machine's load stays valid, and the look it takes.
 _LOAD_TTL = 5.0
 _LOAD_WINDOW = 0.1
+#: Seconds between the looks of a running call on 'auto' threads (rebalance_threads), on this clock.
+_RECHECK_S = 0.5
+_clock = time.perf_counter
 
 _state = threading.local()
 _load_cache = {"time": -float("inf"), "busy": 0.0}
@@ -57,28 +61,37 @@ def _available_cores():
         return os.cpu_count() or 1
 
 
-def busy_cores(window=_LOAD_WINDOW):
-    """Cores kept busy by other processes, measured over ``window`` seconds.
+def _cpu_snapshot():
+    """``(per-core CPU times, this process's CPU times, perf_counter)``: one end of a load measurement."""
+    return psutil.cpu_times(percpu=True), psutil.Process().cpu_times(), _clock()
 
-    Busy time of the cores this process may run on (``psutil.cpu_times(percpu=True)``,
-    idle and I/O wait count as free) less this process's own CPU time in the window.
+
+def _busy_between(before, after):
+    """Cores kept busy by other processes between two :func:`_cpu_snapshot` calls.
+
+    Busy time of the cores this process may run on (idle and I/O wait count as free)
+    less this process's own CPU time over the same seconds.
     """
+    (cores_before, own_before, start), (cores_after, own_after, end) = before, after
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    process = psutil.Process()
-    before, own_before, start = psutil.cpu_times(percpu=True), process.cpu_times(), time.perf_counter()
-    time.sleep(window)
-    after, own_after, elapsed = psutil.cpu_times(percpu=True), process.cpu_times(), time.perf_counter() - start
-    cores = range(len(after)) if allowed is None else [core for core in allowed if core < len(after)]
+    cores = range(len(cores_after)) if allowed is None else [core for core in allowed if core < len(cores_after)]
     busy = 0.0
     for core in cores:
-        total = sum(after[core]) - sum(before[core])
-        free = (after[core].idle - before[core].idle) + (
-            getattr(after[core], "iowait", 0.0) - getattr(before[core], "iowait", 0.0)
+        total = sum(cores_after[core]) - sum(cores_before[core])
+        free = (cores_after[core].idle - cores_before[core].idle) + (
+            getattr(cores_after[core], "iowait", 0.0) - getattr(cores_before[core], "iowait", 0.0)
         )
         if total > 0:
             busy += min(max(1.0 - free / total, 0.0), 1.0)
-    own = (own_after.user + own_after.system - own_before.user - own_before.system) / max(elapsed, 1e-9)
+    own = (own_after.user + own_after.system - own_before.user - own_before.system) / max(end - start, 1e-9)
     return max(busy - own, 0.0)
+
+
+def busy_cores(window=_LOAD_WINDOW):
+    """Cores kept busy by other processes, measured over ``window`` seconds (``psutil.cpu_times``)."""
+    before = _cpu_snapshot()
+    time.sleep(window)
+    return _busy_between(before, _cpu_snapshot())
 
 
 def auto_threads(ceiling):
@@ -94,6 +107,32 @@ def auto_threads(ceiling):
         busy = _load_cache["busy"]
     free = _available_cores() - int(round(busy))
     return max(1, min(ceiling, free))
+
+
+def rebalance_threads():
+    """Inside a call on ``n_threads='auto'``: move torch's threads to the cores now free.
+
+    A call chooses its threads by a look at the machine when it starts; two processes that
+    start together each find the other still loading its data, both take every core, and
+    their threads then wait for each other (``benchmarks/results/fits_together.md``). The
+    long loops of a fit (the search's and the logistic head's evaluations, the progress
+    steps) call this; at most every ``_RECHECK_S`` seconds it counts the cores other
+    processes kept busy since its last look, without waiting (:func:`_busy_between`), and
+    sets torch's threads and :func:`large_blas_call`'s to what is free, within
+    :func:`auto_threads`' cap.
+    """
+    watch = getattr(_state, "watch", None)
+    if watch is None:
+        return
+    if _clock() - watch["snapshot"][2] < _RECHECK_S:
+        return
+    snapshot = _cpu_snapshot()
+    busy = _busy_between(watch["snapshot"], snapshot)
+    watch["snapshot"] = snapshot
+    n_threads = max(1, min(watch["ceiling"], _available_cores() - int(round(busy))))
+    if n_threads != _state.threads:
+        torch.set_num_threads(n_threads)
+        _state.threads = n_threads
 
 
 def blas_threads():
@@ -119,6 +158,9 @@ def limited_threads():
     previous = torch.get_num_threads()
     n_threads = auto_threads(previous) if setting == "auto" else int(setting)
     _state.threads = n_threads
+    ceiling = max(1, min(previous, _available_cores()))
+    # on 'auto' with more than one core to share, the call's long loops look again (rebalance_threads)
+    _state.watch = {"snapshot": _cpu_snapshot(), "ceiling": ceiling} if setting == "auto" and ceiling > 1 else None
     try:
         if n_threads != previous:
             torch.set_num_threads(n_threads)
@@ -130,7 +172,7 @@ def limited_threads():
         with blas_threads().limit(limits=1, user_api="blas"):
             yield
     finally:
-        _state.threads = None
+        _state.threads = _state.watch = None
         if torch.get_num_threads() != previous:
             torch.set_num_threads(previous)
 

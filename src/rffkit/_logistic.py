@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ._dense import matmul
-from ._guards import blas_threads
+from ._guards import blas_threads, rebalance_threads
 
 __all__ = [
     "logistic_objective",
@@ -147,6 +147,7 @@ def minimise_logistic(Z, target, alpha, *, weights, bias, fit_intercept=True, ma
     last = {}
 
     def objective(vector):
+        rebalance_threads()
         values = torch.as_tensor(vector, device=device)
         gamma = values[:size].reshape(shape).to(start.dtype)
         intercept = values[size:].to(dtype) if fit_intercept else fixed_bias

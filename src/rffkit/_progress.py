@@ -17,6 +17,8 @@ import time
 
 from tqdm.auto import tqdm
 
+from ._guards import rebalance_threads
+
 __all__ = ["FitProgress", "logger"]
 
 logger = logging.getLogger("rffkit")
@@ -78,11 +80,13 @@ class FitProgress:
 
     def stage(self, description):
         """Name what the fit does now (shown as the bar's description)."""
+        rebalance_threads()
         if self._bar is not None:
             self._bar.set_description_str(f"{self.owner}: {description}", refresh=False)
 
     def step(self, message=None, **postfix):
         """One iteration done; ``postfix`` is shown on the bar, ``message`` logged at ``verbose >= 2``."""
+        rebalance_threads()
         if self._bar is None:
             return
         if postfix:

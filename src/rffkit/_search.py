@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._guards import rebalance_threads
 from ._history import FitHistory, snapshot
 from ._ridge import GramShare, RidgeHead, fit_ridge_head, gcv_score
 from ._settings import DEFAULT_SETTINGS
@@ -158,6 +159,7 @@ class _Stage:
         if self.max_evaluations is not None and self.evaluations >= self.max_evaluations:
             raise _BudgetSpent
         self.evaluations += 1
+        rebalance_threads()
         self._install(values)
         relevances = self.layer.relevances
         relevances.grad = None
