@@ -9,6 +9,7 @@ process.
 
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from contextlib import contextmanager
@@ -189,14 +190,24 @@ def test_a_running_call_moves_its_threads_with_the_load(fake_clock, monkeypatch)
 
         with guards.limited_threads():
             seen.append(torch.get_num_threads())
-            look(3.0, 0.1)  # too soon after the last look: nothing changes
-            look(3.0, 1.0)
+            look(3.0, 0.1)  # the first look only starts the measure
+            with guards.blas_threads().limit(limits=1):  # as around L-BFGS: its exit must not undo the move
+                look(3.0, 1.0)
+            seen.append(torch.get_num_threads())
             with guards.large_blas_call():  # the BLAS's large products follow
                 blas = {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+            look(0.0, 0.1)  # too soon after the last look: nothing changes
             look(1.2, 1.0)
             look(0.0, 1.0)
-        assert seen == [4, 4, 1, 3, 4] and blas <= {1}
+            look(3.0, 1.0)
+        assert seen == [4, 4, 1, 1, 1, 3, 4, 1] and blas <= {1}
+        # the count before the call is back, for torch and for the threads started after it
         assert torch.get_num_threads() == 4
+        later = []
+        worker = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+        worker.start()
+        worker.join()
+        assert later == [4]
         guards.rebalance_threads()  # outside a call: nothing to move
         assert torch.get_num_threads() == 4
     finally:

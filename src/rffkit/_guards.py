@@ -70,9 +70,12 @@ def _busy_between(before, after):
     """Cores kept busy by other processes between two :func:`_cpu_snapshot` calls.
 
     Busy time of the cores this process may run on (idle and I/O wait count as free)
-    less this process's own CPU time over the same seconds.
+    less this process's own CPU time over the same seconds; None where the number of
+    cores changed in between.
     """
     (cores_before, own_before, start), (cores_after, own_after, end) = before, after
+    if len(cores_before) != len(cores_after):  # cores added or removed in between: no measure
+        return None
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     cores = range(len(cores_after)) if allowed is None else [core for core in allowed if core < len(cores_after)]
     busy = 0.0
@@ -91,7 +94,8 @@ def busy_cores(window=_LOAD_WINDOW):
     """Cores kept busy by other processes, measured over ``window`` seconds (``psutil.cpu_times``)."""
     before = _cpu_snapshot()
     time.sleep(window)
-    return _busy_between(before, _cpu_snapshot())
+    busy = _busy_between(before, _cpu_snapshot())
+    return 0.0 if busy is None else busy
 
 
 def auto_threads(ceiling):
@@ -117,18 +121,20 @@ def rebalance_threads():
     their threads then wait for each other (``benchmarks/results/fits_together.md``). The
     long loops of a fit (the search's and the logistic head's evaluations, the progress
     steps) call this; at most every ``_RECHECK_S`` seconds it counts the cores other
-    processes kept busy since its last look, without waiting (:func:`_busy_between`), and
-    sets torch's threads and :func:`large_blas_call`'s to what is free, within
-    :func:`auto_threads`' cap.
+    processes kept busy since its last look, without waiting (:func:`_busy_between`; the
+    first look of a call only starts the measure), and sets torch's threads and
+    :func:`large_blas_call`'s to what is free, within :func:`auto_threads`' cap.
     """
     watch = getattr(_state, "watch", None)
     if watch is None:
         return
-    if _clock() - watch["snapshot"][2] < _RECHECK_S:
+    if watch["snapshot"] is not None and _clock() - watch["snapshot"][2] < _RECHECK_S:
         return
     snapshot = _cpu_snapshot()
-    busy = _busy_between(watch["snapshot"], snapshot)
-    watch["snapshot"] = snapshot
+    before, watch["snapshot"] = watch["snapshot"], snapshot
+    busy = None if before is None else _busy_between(before, snapshot)
+    if busy is None:  # the first look, or the machine's cores changed in between
+        return
     n_threads = max(1, min(watch["ceiling"], _available_cores() - int(round(busy))))
     if n_threads != _state.threads:
         torch.set_num_threads(n_threads)
@@ -136,12 +142,17 @@ def rebalance_threads():
 
 
 def blas_threads():
-    """One threadpoolctl controller over the BLAS libraries loaded (NumPy's, SciPy's)."""
+    """One threadpoolctl controller over the BLAS libraries loaded (NumPy's, SciPy's), and only them.
+
+    Its ``limit`` blocks set back only the BLAS's counts on exit: a controller over every
+    library would also set OpenMP's, torch's threads, back to their count at the block's
+    start, undoing what :func:`rebalance_threads` set inside it.
+    """
     global _blas_controller
     if _blas_controller is None:
         from threadpoolctl import ThreadpoolController
 
-        _blas_controller = ThreadpoolController()
+        _blas_controller = ThreadpoolController().select(user_api="blas")
     return _blas_controller
 
 
@@ -157,10 +168,11 @@ def limited_threads():
         return
     previous = torch.get_num_threads()
     n_threads = auto_threads(previous) if setting == "auto" else int(setting)
-    _state.threads = n_threads
     ceiling = max(1, min(previous, _available_cores()))
-    # on 'auto' with more than one core to share, the call's long loops look again (rebalance_threads)
-    _state.watch = {"snapshot": _cpu_snapshot(), "ceiling": ceiling} if setting == "auto" and ceiling > 1 else None
+    # on 'auto' with more than one core to share, the call's long loops look again (rebalance_threads);
+    # the first of them takes the snapshot its next look measures from
+    watch = {"snapshot": None, "ceiling": ceiling} if setting == "auto" and ceiling > 1 else None
+    _state.threads, _state.watch = n_threads, watch
     try:
         if n_threads != previous:
             torch.set_num_threads(n_threads)
@@ -172,8 +184,9 @@ def limited_threads():
         with blas_threads().limit(limits=1, user_api="blas"):
             yield
     finally:
+        moved = _state.threads != previous
         _state.threads = _state.watch = None
-        if torch.get_num_threads() != previous:
+        if moved or torch.get_num_threads() != previous:
             torch.set_num_threads(previous)
 
 

@@ -25,10 +25,11 @@ number for a block of code or for the rest of the session::
   outside rffkit, counts) and at the cores this process may run on, then takes
   away the cores that other processes kept busy during a 0.1 s look at the machine's CPU
   times (``psutil.cpu_times``; measured at most once every 5 s), and keeps at least one.
-  While a call runs it looks again every half second (without waiting: the CPU times since
-  its last look) and moves its threads to the cores now free, within the same cap: two
-  processes that start fits together each find an idle machine at first, and kept all its
-  cores until they ended (``benchmarks/results/fits_together.md``).
+  While a fit runs it looks again, at most every half second, from the loops of its search,
+  its logistic head and its progress (without waiting: the CPU times since its last look),
+  and moves its threads to the cores now free, within the same cap. Two processes that
+  start fits together each find an idle machine at first; a count chosen once would keep
+  every core for both (``benchmarks/results/fits_together.md``).
   On an idle machine that is every core; with other work on one of two cores it is one
   thread. torch's default of a thread per core makes its threads wait for each other while
   one of them waits for a core: on a shared two-core machine a 2,000-row RFFNet fit took
