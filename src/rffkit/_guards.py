@@ -98,10 +98,20 @@ def busy_cores(window=_LOAD_WINDOW):
     return 0.0 if busy is None else busy
 
 
+def _thread_cap(ceiling):
+    """What ``'auto'`` may take: ``ceiling`` (torch's own count) and the cores this process may run on, at least 1."""
+    return max(1, min(int(ceiling), _available_cores()))
+
+
+def _free_threads(cap, busy):
+    """The threads ``'auto'`` takes with ``busy`` cores held by other work: the rest, within ``cap``, at least 1."""
+    return max(1, min(cap, _available_cores() - int(round(busy))))
+
+
 def auto_threads(ceiling):
     """``n_threads='auto'``: ``ceiling`` less the cores busy with other work, at least 1."""
-    ceiling = max(1, min(int(ceiling), _available_cores()))
-    if ceiling == 1:
+    cap = _thread_cap(ceiling)
+    if cap == 1:
         return 1
     with _load_lock:
         now = time.monotonic()
@@ -109,8 +119,7 @@ def auto_threads(ceiling):
             _load_cache["busy"] = busy_cores()
             _load_cache["time"] = time.monotonic()
         busy = _load_cache["busy"]
-    free = _available_cores() - int(round(busy))
-    return max(1, min(ceiling, free))
+    return _free_threads(cap, busy)
 
 
 def rebalance_threads():
@@ -135,7 +144,7 @@ def rebalance_threads():
     busy = None if before is None else _busy_between(before, snapshot)
     if busy is None:  # the first look, or the machine's cores changed in between
         return
-    n_threads = max(1, min(watch["ceiling"], _available_cores() - int(round(busy))))
+    n_threads = _free_threads(watch["cap"], busy)
     if n_threads != _state.threads:
         torch.set_num_threads(n_threads)
         _state.threads = n_threads
@@ -168,10 +177,10 @@ def limited_threads():
         return
     previous = torch.get_num_threads()
     n_threads = auto_threads(previous) if setting == "auto" else int(setting)
-    ceiling = max(1, min(previous, _available_cores()))
+    cap = _thread_cap(previous)
     # on 'auto' with more than one core to share, the call's long loops look again (rebalance_threads);
     # the first of them takes the snapshot its next look measures from
-    watch = {"snapshot": None, "ceiling": ceiling} if setting == "auto" and ceiling > 1 else None
+    watch = {"snapshot": None, "cap": cap} if setting == "auto" and cap > 1 else None
     _state.threads, _state.watch = n_threads, watch
     try:
         if n_threads != previous:

@@ -61,10 +61,8 @@ def _solve_dual(Zc, yc, alpha, per_sample, solve_dtype):
     in the solve's dtype."""
     n = Zc.shape[0]
     dtype = Zc.dtype if solve_dtype is None else solve_dtype
-    kernel = gram_matrix(Zc.T.double()).to(dtype)
     scale = 1.0 / n if per_sample else 1.0
-    if per_sample:
-        kernel = kernel / n
+    kernel = gram_matrix(Zc.T.double()).to(dtype) * scale
     kernel.diagonal().add_(alpha)
     dual = _cholesky_or_lstsq(kernel, yc.to(dtype) * scale, solve_dtype == torch.float32)
     if dual is None:
