@@ -38,7 +38,7 @@ from ._dense import (
     system_upper,
 )
 from ._ridge_path import RidgeSpectrum, gcv_path, loo_path, path_coefficients, ridge_spectrum, row_groups
-from ._ridge_solve import dual_pays, solve_centred
+from ._ridge_solve import dual_pays, gcv_dual, solve_centred
 
 __all__ = [
     "GramShare", "RidgeSolution", "RidgeHead", "gram_matrix", "solve_ridge", "gcv_score", "select_ridge_alpha",
@@ -204,9 +204,14 @@ def gcv_score(Z, y, alpha):
     the Cholesky factor took several ``D^3`` triangular solves and products; the
     gradient in ``Z`` is that in ``Zc`` less its column means.
 
+    Without a gradient and with fewer rows than features the score is that of the
+    ``m x m`` system (:func:`rffkit._ridge_solve.gcv_dual`).
+
     Returns ``(score, coef, intercept)`` (``coef`` and ``intercept`` without a
     gradient); ``score`` is ``inf`` when the system could not be factorised.
     """
+    if dual_pays(Z) and not (torch.is_grad_enabled() and Z.requires_grad):
+        return gcv_dual(Z, y, alpha)
     return _GCV.apply(Z, y, alpha)
 
 

@@ -16,7 +16,7 @@ import torch
 
 from ._dense import cholesky_solve_upper, gram_matrix, matmul, on_cpu, syrk_pays, system_upper
 
-__all__ = ["dual_pays", "solve_centred"]
+__all__ = ["dual_pays", "gcv_dual", "solve_centred"]
 
 
 def _lapack_solve_centred(Zc, yc, alpha, per_sample, dtype=np.float64):
@@ -102,3 +102,32 @@ def solve_centred(Zc, yc, alpha, per_sample, solve_dtype):
     if coef is None:  # float32 and not numerically positive definite: again in float64
         return solve_centred(Zc, yc, alpha, per_sample, torch.float64)
     return coef.to(Zc.dtype)
+
+
+@torch.no_grad()
+def gcv_dual(Z, y, alpha):
+    """``(score, coef, intercept)`` of :func:`rffkit._ridge.gcv_score` through the ``m x m`` system.
+
+    With ``G = Zc Zc^T / m + alpha I`` and ``A = G^-1 Yc`` the residuals are ``-alpha A``
+    (``I - H = alpha G^-1`` for the hat matrix ``H``), ``coef = Zc^T A / m`` and
+    ``df = tr(H) = m - alpha tr(G^-1)``: ``m^2 D + m^3`` flops instead of the primal's
+    ``m D^2 + D^3``, for ``m < D`` (a screening fit of 2,000 features on 12 rows had taken
+    0.2 s for its ``D x D`` inverse). Formed and solved in float64, without a gradient;
+    ``score`` is ``inf`` when ``G`` could not be factorised.
+    """
+    m, s = Z.shape
+    z_mean, y_mean = Z.mean(dim=0), y.mean(dim=0)
+    Zc = (Z - z_mean).double()
+    system = gram_matrix(Zc.T) / m
+    system.diagonal().add_(alpha)
+    factor, info = torch.linalg.cholesky_ex(system)
+    if int(info) != 0:
+        coef = solve_centred(Z - z_mean, y - y_mean, alpha, True, torch.float64)
+        return torch.full((), float("inf"), dtype=Z.dtype, device=Z.device), coef, y_mean - z_mean @ coef
+    inverse = torch.cholesky_inverse(factor)
+    dual = inverse @ (y - y_mean).reshape(m, -1).double()
+    mse = (alpha * alpha) * (dual * dual).mean()
+    df = m - alpha * inverse.diagonal().sum()
+    score = mse / (1.0 - df / m) ** 2
+    coef = (Zc.T @ dual / m).to(Z.dtype).reshape(s, *y.shape[1:])
+    return score.to(Z.dtype), coef, y_mean - z_mean @ coef
