@@ -296,7 +296,7 @@ def test_classifier_binary_decision_function():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 4))
     y = np.where(X[:, 0] ** 2 + X[:, 2] ** 2 > 1.4, "out", "in")
-    model = RFFNetClassifier(random_state=0, max_iter=40).fit(X, y)
+    model = RFFNetClassifier(random_state=0, max_iter=40, n_components=200).fit(X, y)  # no width to choose
     scores = model.decision_function(X)
     assert scores.shape == (300,)
     assert np.mean(model.predict(X) == y) > 0.85
@@ -367,7 +367,7 @@ def test_classifier_without_validation_split_and_with_fixed_alpha():
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=300), [-0.6, 0.6])
     cross_validated = RFFNetClassifier(random_state=0, early_stopping=False).fit(X, y)
     assert cross_validated.best_validation_score_ is None and cross_validated.score(X, y) > 0.85
-    fixed = RFFNetClassifier(random_state=0, alpha=1e-3).fit(X, y)
+    fixed = RFFNetClassifier(random_state=0, alpha=1e-3, n_components=200).fit(X, y)
     assert fixed.alpha_ == 1e-3 and fixed.score(X, y) > 0.85
 
 

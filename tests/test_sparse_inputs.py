@@ -44,7 +44,8 @@ def test_a_pipeline_with_a_sparse_one_hot_encoder_classifies():
     for sparse_output in (True, False):
         encode = make_column_transformer((OneHotEncoder(sparse_output=sparse_output), [0]), (StandardScaler(), [1]))
         assert sp.issparse(encode.fit_transform(X)) == sparse_output
-        model = make_pipeline(encode, RFFNetClassifier(random_state=0, alpha=1e-3, max_iter=10)).fit(X, y)
+        classifier = RFFNetClassifier(random_state=0, alpha=1e-3, max_iter=10, n_components=300)
+        model = make_pipeline(encode, classifier).fit(X, y)
         probabilities.append(model.predict_proba(X[:40]))
     np.testing.assert_array_equal(*probabilities)
 

@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._adam import fit_alternating_adam
 from ._heads import RidgeHeads
-from ._kernel_or_linear import kernel_or_linear
+from ._kernel_or_linear import kernel_or_linear, widened
 from ._progress import FitProgress
 from ._rffnet_docs import LINEAR_ONLY_NOTE
 from ._search import default_n_components, varpro_n_components
@@ -84,6 +84,8 @@ class _Problem:
     n_train_rows: int | None = None
     #: Which input columns are constant over the training rows (their relevance is set to 0).
     constant: np.ndarray | None = None
+    #: The seed of ``layer``'s draws (a fit at another ``D`` draws with it).
+    layer_seed: int = 0
 
 
 class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
@@ -116,6 +118,9 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
     }
     #: The solvers' tuning constants (:class:`rffkit._settings.RFFNetSettings`).
     _settings = DEFAULT_SETTINGS
+    #: Whether a small fit also cross-validates its kernel model at ``settings.cv_wide_features``
+    #: random features (:func:`rffkit._kernel_or_linear.wider_width`).
+    _widens_by_cross_validation = False
     #: What a model file saved before ``warp_inputs`` existed reads back: it was fitted
     #: without input maps (``get_params``, ``repr`` and ``clone`` then work).
     warp_inputs = False
@@ -278,7 +283,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         return _Problem(
             solver, hidden, device, x_mean, x_scale, target, target_state, n_outputs, validation_rows,
             tensor(train_rows), self._target_tensor(target[train_rows], device), X_val, y_val, layer,
-            torch_generator(torch_seed), constant=constant,
+            torch_generator(torch_seed), constant=constant, layer_seed=layer_seed,
         )
 
     def _draw_layer(self, n_features, n_components, seed, device):
@@ -316,14 +321,21 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         auto_alpha = isinstance(self.alpha, str)
         y_train, y_val = self._surrogate_target(p.y_train, p.n_outputs), self._surrogate_target(p.y_val, p.n_outputs)
         alpha = settings.default_alpha if auto_alpha else float(self.alpha)
+        draws = p.generator.get_state()
         kept = search_and_refine_retried(self, p, y_train, y_val, alpha, auto_alpha, progress)
         found, layer, head, judge, full_path, surrogate = kept
         reduced = False
         if self.linear_term and settings.reduce_linear:
             progress.stage("the linear model")
-            layer, head, reduced = kernel_or_linear(
+            layer, head, reduced, width = kernel_or_linear(
                 self, p, full_path, layer, head,
                 lambda X, y: self._all_row_heads(p, X, y, auto_alpha, found.alpha), progress)
+            if width is not None:  # cross-validation kept the kernel model at a wider D: the fit at that D
+                progress.stage(f"{width} random features")
+                p = widened(self, p, width)
+                p.generator.set_state(draws)
+                kept = search_and_refine_retried(self, p, y_train, y_val, alpha, auto_alpha, progress)
+                found, layer, head, judge, full_path, surrogate = kept
         heads = judge
         if p.X_val is None:
             heads = self._output_heads(p, auto_alpha, head.alpha) or surrogate

@@ -175,6 +175,13 @@ class RFFNetSettings:
     #: model's by more than this many standard errors of the paired per-row differences
     #: (the one-standard-error rule: the simpler model where the two are within it).
     prefer_linear_z: float = 1.0
+    #: There, for the estimators that widen (``BaseRFFNet._widens_by_cross_validation``: the
+    #: classifier), with ``n_components`` left to the default and the default under this
+    #: ``D``, the kernel model is also cross-validated at this ``D``, nearer the exact kernel,
+    #: and fitted again at it where its held-out losses beat the default's by more than
+    #: ``wide_over_default_z`` standard errors (None: never).
+    cv_wide_features: int | None = 2000
+    wide_over_default_z: float = 0.0
     #: False: the model is never reduced to its linear part (the fits inside that
     #: cross-validation, which must score the kernel model itself).
     reduce_linear: bool = True
