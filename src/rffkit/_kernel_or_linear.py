@@ -42,9 +42,9 @@ log-loss of the rows for the logistic head: :func:`rffkit._logistic_path.logisti
 which is what a user's ``RidgeCV`` / ``LogisticRegressionCV`` on the same features would be.
 
 The same folds also judge the width of the classifier's kernel model
-(:func:`wider_width`): where ``n_components`` is left to the default, ``min(n, 1000)``
-on these rows, its kernel fit is cross-validated at ``settings.cv_wide_features`` as
-well, and where that has the lower held-out loss (by ``settings.wide_over_default_z``
+(:func:`wider_width`): where the kernel model is kept and ``n_components`` is left to
+the default, ``min(n, 1000)`` on these rows, its kernel fit is cross-validated at
+``settings.cv_wide_features`` as well, and where that has the lower held-out loss (by ``settings.wide_over_default_z``
 standard errors) the kept kernel model is the fit at that width. More features than
 rows bring the model nearer the exact ARD kernel, which helps where a table's rows come
 in groups (mlmRev's Socatt: accuracy 0.87 against 0.99) and hurts elsewhere.
@@ -199,17 +199,16 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     seed = int(torch.randint(SEED_BOUND, (1,), generator=p.generator))
     folds = folds_of(target, settings.linear_cv_folds, seed)
     kernel, linear = judge_by_cross_validation(estimator, X, target, make_heads, folds, seed=seed)
-    width = wider_width(estimator, layer)
+    gain, threshold, _ = paired_gain(linear, kernel, settings.prefer_linear_z)
+    kernel_wins = gain > threshold
+    # only a kernel model that is kept is widened (on R's small classification tables no wider one beat
+    # the linear model where the default did not, and the wide folds cost more than the fit)
+    width = wider_width(estimator, layer) if kernel_wins else None
     if width is not None:
         progress.stage(f"{width} random features: cross-validation")
         wide, _ = judge_by_cross_validation(estimator, X, target, make_heads, folds, seed=seed, n_components=width)
         gain, threshold, _ = paired_gain(kernel, wide, settings.wide_over_default_z)
-        if gain > threshold:
-            kernel = wide
-        else:
-            width = None
-    gain, threshold, _ = paired_gain(linear, kernel, settings.prefer_linear_z)
-    kernel_wins = gain > threshold
+        width = width if gain > threshold else None
     layer, head, reduced = reduce_to_linear(heads, layer, head, kernel_wins=kernel_wins,
                                             linear_heads=make_heads(X, target))
-    return layer, head, reduced, width if kernel_wins else None
+    return layer, head, reduced, width

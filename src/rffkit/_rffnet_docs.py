@@ -23,10 +23,10 @@ PARAMETERS = """
         ``min(n / 2, 2500, sqrt(3e10 / n))`` (2,250 at 4,500 rows, 1,825 at 9,000),
         since its search uses ``floor(sqrt(m) log m)`` features per stage anyway
         and the closed-form head on the rest is cheap. The classifier on at most
-        1,000 rows also cross-validates its kernel model at 2,000 features
-        (with the kernel-or-linear choice of ``linear_term``, on the same folds) and,
-        where that has the lower mean held-out log-loss, is fitted at 2,000: about
-        2.5 times the fit's cost.
+        1,000 rows, where the kernel-or-linear choice of ``linear_term`` keeps its
+        kernel model, also cross-validates that model at 2,000 features on the same
+        folds and, where that has the lower mean held-out log-loss, is fitted at
+        2,000: about 2.7 times the fit's cost there.
     kernel : {'gaussian', 'laplacian', 'cauchy', 'matern12', 'matern32', \
 'matern52', 'spline', 'induced'}, default='gaussian'
         The ARD kernel ``k(lambda o (x - y))``; any name of :data:`rffkit.kernels.KERNELS`.
