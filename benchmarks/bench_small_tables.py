@@ -32,12 +32,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rffkit
-from _common import add_quiet_argument, code_version, load_average, progress, say, write_csv_atomically
+from _common import add_quiet_argument, code_version, cpu_name, load_average, progress, say, write_csv_atomically
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MAX_TRAIN = 2222
 VARIANTS = {"defaults": {}, "n_components=2000": {"n_components": 2000}}
-FIELDS = ["table", "task", "n_train", "n_inputs", "variant", "seed", "score", "log_loss", "cpu_s", "load", "version"]
+FIELDS = ["table", "task", "n_train", "n_inputs", "variant", "seed", "score", "log_loss", "cpu_s", "load", "version",
+          "cpu"]
 
 
 def tables():
@@ -81,7 +82,7 @@ def run(names, seeds, quiet):
                     rows.append({"table": name, "task": task, "n_train": details["n_train"],
                                  "n_inputs": details["n_inputs"], "variant": variant, "seed": seed,
                                  **fit_one(task, data, variant, seed), "load": load_average(),
-                                 "version": code_version()})
+                                 "version": code_version(), "cpu": cpu_name()})
     return rows
 
 
@@ -104,7 +105,8 @@ def markdown(rows):
         "",
         f"Produced by `benchmarks/bench_small_tables.py` at {', '.join(versions)}: every table of "
         f"`bench_rdatasets.py`'s sample with at most {MAX_TRAIN:,} training rows, split as there, seeds {seeds}; "
-        f"one thread per fit, load average {loads[0]} to {loads[-1]} (the machine is shared: 2 cores). "
+        f"one thread per fit, load average {loads[0]} to {loads[-1]} (the machine is shared: 2 cores; "
+        f"{', '.join(sorted({row.get('cpu') or 'CPU unrecorded' for row in rows}))}). "
         "Score: test R^2 (regression) or accuracy (classification); change: n_components=2000 minus defaults, "
         "per table and seed.",
         "",
