@@ -155,12 +155,27 @@ def test_the_head_layer_candidates_are_the_plain_widening_and_the_best_screened_
     The target is two sinusoids, so the frequencies aligned with it beat a plain draw. The
     candidates are the plain layer itself and the aligned layer of lowest validation error
     (each score equals walk_ridge_alpha's from the same start on the candidate's features,
-    formed whole, to float32 rounding: 1e-4 relative, or 1e-6 of the target's variance, as the
+    formed whole, to float32 rounding: 1e-4 relative, or 5e-6 of the target's variance, as the
     aligned head's error, 0.0025 against a variance near 1, sits in a float32 residual's lowest
-    digits; 1 and 2 threads differ by 4e-5 relative), at its scale times the relevances. The
+    digits: 1 and 2 threads differ by 4e-5 relative on an AMD EPYC, and on one thread of an Intel
+    Xeon with AVX-512 the two differ by 1.3e-6, 5e-4 relative), at its scale times the relevances. The
     noise is drawn from a seeded generator: from torch's global one, which the tests before
-    it advance, the data changed with the test order.
+    it advance, the data changed with the test order. Both computations run on one thread, so that
+    the comparison does not depend on the threads a pytest-xdist worker was left with (with the
+    earlier 1e-6 tolerance it failed in full runs at bf94db8 and c29726e and passed alone).
     """
+    from threadpoolctl import threadpool_limits
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            _check_head_layer_candidates()
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _check_head_layer_candidates():
     from rffkit._head_layer import head_layer_candidates
     from rffkit._settings import DEFAULT_SETTINGS
     from rffkit.kernels import KERNELS
@@ -183,7 +198,7 @@ def test_the_head_layer_candidates_are_the_plain_widening_and_the_best_screened_
                  for c in chosen]
     values = [value for _, value in scores]
     best = 1 + int(np.argmin(values[1:]))
-    assert again == pytest.approx([values[0], values[best]], rel=1e-4, abs=1e-6 * float(y[800:].var()))
+    assert again == pytest.approx([values[0], values[best]], rel=1e-4, abs=5e-6 * float(y[800:].var()))
     assert values[best] < values[0]  # aligned with the sinusoids, better than the plain draw
     scale = DEFAULT_SETTINGS.align_scales[best - 1]
     torch.testing.assert_close(chosen[1].relevances, scale * layer.relevances.detach())
