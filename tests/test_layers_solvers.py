@@ -121,6 +121,12 @@ def test_gcv_score_with_fewer_rows_than_features_is_the_hat_matrix_score_of_the_
         np.testing.assert_allclose(coef.numpy().reshape(120, -1), coef_expected, rtol=1e-7, atol=1e-10)
         fitted = (Z @ coef.numpy() + intercept.numpy()).reshape(n, -1)
         np.testing.assert_allclose(fitted, hat @ yc + y.mean(0), rtol=1e-7, atol=1e-10)
+    # without a penalty the rows' system is singular (its factor, when one is found, is rounding): no finite score,
+    # as the primal's (helper-53: the dual returned 0 / 0)
+    for dtype in (torch.float32, torch.float64):
+        with torch.no_grad():
+            score, _, _ = gcv_score(torch.as_tensor(Z, dtype=dtype), torch.as_tensor(y, dtype=dtype), 0.0)
+        assert score.dtype == dtype and float(score) == np.inf
 
 
 def _backpropagated_gcv(Z, y, alpha):

@@ -36,6 +36,7 @@ def test_wider_width_for_the_classifier_where_its_default_is_narrower_and_left_t
     assert wider_width(_with(RFFNetClassifier(), cv_wide_features=180), layer) is None  # not wider
     assert wider_width(_with(RFFNetClassifier(n_components=180), cv_wide_features=WIDE), layer) is None  # user's D
     assert wider_width(_with(RFFNetRegressor(), cv_wide_features=WIDE), layer) is None  # the regressor does not
+    assert wider_width(RFFNetClassifier(), layer, streamed=True) is None  # nor a streamed fit's sample
 
 
 def test_cross_validation_at_a_given_width_scores_the_estimators_fits_at_that_width():
@@ -85,6 +86,18 @@ def test_small_classifier_widens_only_where_the_wide_folds_lead_by_z_standard_er
     assert calls == [None] + ([] if case == "linear ahead" else [WIDE])  # a reduced model is not widened
     assert model.n_components_ == (WIDE if widened else 180)  # 180 training rows: the default D
     assert model.linear_only_ == (case == "linear ahead")
+
+
+def test_a_streamed_classifier_is_not_widened(monkeypatch):
+    # its head's width is agreed before the search on its sample (helper-53: a widened search layer made the
+    # streamed fit raise ValueError where the wide folds won)
+    from rffkit.io import ArraySource
+
+    X, y = _sine()
+    calls = []
+    monkeypatch.setattr(kernel_or_linear, "judge_by_cross_validation", _judged("wide ahead", calls))
+    model = _with(RFFNetClassifier(random_state=0), cv_wide_features=WIDE).fit(ArraySource(X, (y > 0).astype(int)))
+    assert calls == [None] and model.n_components_ != WIDE
 
 
 @pytest.mark.parametrize("make", [RFFNetRegressor, RFFNetClassifier])

@@ -151,14 +151,15 @@ def _held_out_losses(model, X, target, train, test, make_heads):
     return kernel, head.sample_losses(layer(Xs[test]), target[test]).double()
 
 
-def wider_width(estimator, layer):
+def wider_width(estimator, layer, *, streamed=False):
     """The ``D`` the kernel model is also cross-validated at, or None (``settings.cv_wide_features``).
 
     Only for an estimator that widens (``_widens_by_cross_validation``), where the user
-    left ``n_components`` to the default and the default is narrower.
+    left ``n_components`` to the default and the default is narrower, and not for the
+    sample of a streamed fit (``streamed``), whose head's width is agreed before the search.
     """
     width = estimator._settings.cv_wide_features
-    if (not estimator._widens_by_cross_validation or width is None or estimator.n_components is not None
+    if (streamed or not estimator._widens_by_cross_validation or width is None or estimator.n_components is not None
             or layer.n_components >= width):
         return None
     return int(width)
@@ -203,7 +204,7 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     kernel_wins = gain > threshold
     # only a kernel model that is kept is widened (on R's small classification tables no wider one beat
     # the linear model where the default did not, and the wide folds cost more than the fit)
-    width = wider_width(estimator, layer) if kernel_wins else None
+    width = wider_width(estimator, layer, streamed=p.n_train_rows is not None) if kernel_wins else None
     if width is not None:
         progress.stage(f"{width} random features: cross-validation")
         wide, _ = judge_by_cross_validation(estimator, X, target, make_heads, folds, seed=seed, n_components=width)

@@ -11,6 +11,8 @@ rows than features (:func:`dual_pays`) it solves the dual instead: with
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -126,7 +128,9 @@ def gcv_dual(Z, y, alpha):
     inverse = torch.cholesky_inverse(factor)
     dual = inverse @ (y - y_mean).reshape(m, -1).double()
     mse = (alpha * alpha) * (dual * dual).mean()
-    df = m - alpha * inverse.diagonal().sum()
-    score = mse / (1.0 - df / m) ** 2
+    shrink = alpha * inverse.diagonal().sum() / m  # 1 - df / m, without the cancellation
+    score = mse / shrink**2 if float(shrink) > 0 else torch.tensor(math.inf, dtype=torch.float64)
+    if not math.isfinite(float(score)):  # alpha = 0: G is singular, its factor is rounding
+        score = torch.tensor(math.inf, dtype=torch.float64)
     coef = (Zc.T @ dual / m).to(Z.dtype).reshape(s, *y.shape[1:])
-    return score.to(Z.dtype), coef, y_mean - z_mean @ coef
+    return score.to(device=Z.device, dtype=Z.dtype), coef, y_mean - z_mean @ coef
