@@ -233,6 +233,11 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def cpus_of(rows):
+    """The CPUs the rows' ``cpu`` fields name, as text (``'CPU unrecorded'`` for rows without one)."""
+    return ", ".join(sorted({row.get("cpu") or "CPU unrecorded" for row in rows}))
+
+
 def load_average():
     """The 1-, 5- and 15-minute load averages as text (``'2.1, 1.8, 1.5'``), recorded beside each timing."""
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())

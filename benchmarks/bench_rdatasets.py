@@ -47,7 +47,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rffkit
-from _common import (add_quiet_argument, code_version, cpu_name, load_average, load_notes, progress, say,
+from _common import (add_quiet_argument, code_version, cpu_name, cpus_of, load_average, load_notes, progress, say,
                      write_csv_atomically)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -235,7 +235,7 @@ def markdown(rows, args, notes=()):
         "(the last column, `rownames` left out) and two or more other columns, a random sample of "
         f"{args.tables}, read, encoded and split as `rffkit fit` does (a quarter held out); "
         f"{len(tables)} fitted, {len(skipped)} skipped (below). Every fit on one thread; the machine "
-        f"({', '.join(sorted({row.get('cpu') or 'CPU unrecorded' for row in rows}))}) is "
+        f"({cpus_of(rows)}) is "
         f"shared (2 cores, load {min(loads, default=0):.1f}-{max(loads, default=0):.1f}), so the times are "
         "CPU seconds of the fitting process. RFFNet ties when the scores differ by at most "
         f"{TIE}: R^2 for a regression, accuracy for a classification.",

@@ -32,7 +32,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rffkit
-from _common import add_quiet_argument, code_version, cpu_name, load_average, progress, say, write_csv_atomically
+from _common import (add_quiet_argument, code_version, cpu_name, cpus_of, load_average, progress, say,
+                     write_csv_atomically)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MAX_TRAIN = 2222
@@ -106,7 +107,7 @@ def markdown(rows):
         f"Produced by `benchmarks/bench_small_tables.py` at {', '.join(versions)}: every table of "
         f"`bench_rdatasets.py`'s sample with at most {MAX_TRAIN:,} training rows, split as there, seeds {seeds}; "
         f"one thread per fit, load average {loads[0]} to {loads[-1]} (the machine is shared: 2 cores; "
-        f"{', '.join(sorted({row.get('cpu') or 'CPU unrecorded' for row in rows}))}). "
+        f"{cpus_of(rows)}). "
         "Score: test R^2 (regression) or accuracy (classification); change: n_components=2000 minus defaults, "
         "per table and seed.",
         "",

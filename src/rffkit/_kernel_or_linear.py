@@ -75,7 +75,8 @@ def folds_of(target, n_folds, seed):
 
 
 def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, n_components=None):
-    """Held-out losses ``(kernel, linear)`` of the two fitting procedures on every row.
+    """Held-out losses ``(kernel, linear)`` of the two fitting procedures on every row (``linear``
+    None without ``make_heads``).
 
     Parameters
     ----------
@@ -89,9 +90,9 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, 
         The target as :meth:`BaseRFFNet._target_tensor` made it: (n, 1) floats for
         the regressor, (n,) class indices for the classifier (folds stratified by
         class).
-    make_heads : callable
+    make_heads : callable or None
         ``make_heads(X, target)``: the fitter of the linear-only head on those rows,
-        its penalty chosen on them (no validation split).
+        its penalty chosen on them (no validation split); None: no linear-only model.
     folds : list of (ndarray, ndarray)
         Training and held-out rows of each fold (:func:`folds_of`); every row held
         out once.
@@ -112,7 +113,7 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, 
     X = X.detach().to("cpu", torch.float64)
     settings = dataclasses.replace(estimator._settings, reduce_linear=False)
     kernel = torch.empty(target.shape[0], dtype=torch.float64)
-    linear = torch.empty_like(kernel)
+    linear = None if make_heads is None else torch.empty_like(kernel)
     for train, test in folds:
         model = clone(estimator).set_params(random_state=int(rng.integers(SEED_BOUND)), verbose=0)
         if n_components is not None:
@@ -121,7 +122,9 @@ def judge_by_cross_validation(estimator, X, target, make_heads, folds, *, seed, 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(X[train].numpy(), target[train].numpy() if classify else target[train, 0].numpy())
-        kernel[test], linear[test] = _held_out_losses(model, X, target, train, test, make_heads)
+        kernel[test] = _kernel_losses(model, X, target, test)
+        if linear is not None:
+            linear[test] = _linear_losses(model, X, target, train, test, make_heads)
     return kernel, linear
 
 
@@ -134,21 +137,25 @@ def _constant_losses(train, test):
 
 
 @torch.no_grad()
-def _held_out_losses(model, X, target, train, test, make_heads):
-    """The losses on the rows ``test`` of the fold's kernel ``model`` and of its linear-only model."""
+def _kernel_losses(model, X, target, test):
+    """The losses on the rows ``test`` of the fold's kernel ``model``."""
     if target.ndim == 1:
         proba = torch.as_tensor(model.predict_proba(X[test].numpy()))
         column = torch.as_tensor(np.searchsorted(model.classes_, target[test].numpy()))
-        kernel = -torch.log(proba[torch.arange(len(test)), column].clamp_min(1e-15))
-    else:
-        kernel = (torch.as_tensor(model.predict(X[test].numpy())) - target[test, 0]) ** 2
+        return -torch.log(proba[torch.arange(len(test)), column].clamp_min(1e-15))
+    return (torch.as_tensor(model.predict(X[test].numpy())) - target[test, 0]) ** 2
+
+
+@torch.no_grad()
+def _linear_losses(model, X, target, train, test, make_heads):
+    """The losses on the rows ``test`` of the linear-only model of the fold's kernel ``model``."""
     # the fold's linear-only model on the features its kernel model kept, in its standardisation
     layer = with_linear(model.model_.rff)
     if len(linear_inputs(layer)[0]) == 0:  # the fold's model kept no input: its linear model is a constant
-        return kernel, _constant_losses(target[train], target[test])
+        return _constant_losses(target[train], target[test])
     Xs = torch.as_tensor(model._standardise(X.numpy()))
     head = make_heads(Xs[train], target[train]).fit_linear(layer)
-    return kernel, head.sample_losses(layer(Xs[test]), target[test]).double()
+    return head.sample_losses(layer(Xs[test]), target[test]).double()
 
 
 def wider_width(estimator, layer, *, streamed=False):
@@ -207,7 +214,7 @@ def kernel_or_linear(estimator, problem, heads, layer, head, make_heads, progres
     width = wider_width(estimator, layer, streamed=p.n_train_rows is not None) if kernel_wins else None
     if width is not None:
         progress.stage(f"{width} random features: cross-validation")
-        wide, _ = judge_by_cross_validation(estimator, X, target, make_heads, folds, seed=seed, n_components=width)
+        wide, _ = judge_by_cross_validation(estimator, X, target, None, folds, seed=seed, n_components=width)
         gain, threshold, _ = paired_gain(kernel, wide, settings.wide_over_default_z)
         width = width if gain > threshold else None
     layer, head, reduced = reduce_to_linear(heads, layer, head, kernel_wins=kernel_wins,

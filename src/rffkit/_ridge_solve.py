@@ -122,15 +122,15 @@ def gcv_dual(Z, y, alpha):
     system = gram_matrix(Zc.T) / m
     system.diagonal().add_(alpha)
     factor, info = torch.linalg.cholesky_ex(system)
+    score = math.inf
     if int(info) != 0:
         coef = solve_centred(Z - z_mean, y - y_mean, alpha, True, torch.float64)
-        return torch.full((), float("inf"), dtype=Z.dtype, device=Z.device), coef, y_mean - z_mean @ coef
-    inverse = torch.cholesky_inverse(factor)
-    dual = inverse @ (y - y_mean).reshape(m, -1).double()
-    mse = (alpha * alpha) * (dual * dual).mean()
-    shrink = alpha * inverse.diagonal().sum() / m  # 1 - df / m, without the cancellation
-    score = mse / shrink**2 if float(shrink) > 0 else torch.tensor(math.inf, dtype=torch.float64)
-    if not math.isfinite(float(score)):  # alpha = 0: G is singular, its factor is rounding
-        score = torch.tensor(math.inf, dtype=torch.float64)
-    coef = (Zc.T @ dual / m).to(Z.dtype).reshape(s, *y.shape[1:])
-    return score.to(device=Z.device, dtype=Z.dtype), coef, y_mean - z_mean @ coef
+    else:
+        inverse = torch.cholesky_inverse(factor)
+        dual = inverse @ (y - y_mean).reshape(m, -1).double()
+        shrink = alpha * float(inverse.diagonal().sum()) / m  # 1 - df / m, without the cancellation
+        if shrink > 0:  # alpha = 0: G is singular, and a factor found is rounding
+            score = alpha * alpha * float((dual * dual).mean()) / shrink**2
+        coef = (Zc.T @ dual / m).to(Z.dtype).reshape(s, *y.shape[1:])
+    score = torch.tensor(score if math.isfinite(score) else math.inf, dtype=Z.dtype, device=Z.device)
+    return score, coef, y_mean - z_mean @ coef
