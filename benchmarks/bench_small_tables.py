@@ -150,6 +150,9 @@ def main():
     RESULTS.mkdir(exist_ok=True)
     if args.collect:
         parts = sorted(RESULTS.glob("small_tables.part*.csv"))
+        if not parts:  # merging nothing would overwrite the results with an empty file
+            raise SystemExit(f"bench_small_tables: --collect found no small_tables.part*.csv in {RESULTS}; "
+                             "run --part I/K first")
         rows = [row for path in parts for row in read_rows(path)]
         write_csv_atomically(RESULTS / "small_tables.csv", FIELDS, rows)
         for path in parts:
