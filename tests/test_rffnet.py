@@ -495,50 +495,6 @@ def test_relevance_penalty_zeroes_irrelevant_features(solver):
     assert np.all(RFFNetRegressor(**params).fit(X, y).relevances_ != 0)
 
 
-def test_auto_relevance_penalty_follows_the_rows_and_the_target_variance():
-    """'auto': none up to ``sparse_search_rows`` rows (those a streamed sample stands for), above them
-    ``sparse_search_penalty`` times the mean column variance of the search target; a number is kept."""
-    from types import SimpleNamespace
-
-    from rffkit._search_refine import search_relevance_penalty
-
-    settings = dataclasses.replace(DEFAULT_SETTINGS, sparse_search_rows=100, sparse_search_penalty=1e-3)
-    labels = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]).repeat(30, 1)  # p = 1/4: variance 3/16
-    estimator = SimpleNamespace(relevance_penalty="auto", _settings=settings)
-    many, few = torch.zeros(120, 3), torch.zeros(100, 3)
-    problem = lambda X, stands_for=None: SimpleNamespace(X_train=X, n_train_rows=stands_for)  # noqa: E731
-    assert search_relevance_penalty(estimator, problem(many), labels) == pytest.approx(1e-3 * 3 / 16, rel=1e-12)
-    assert search_relevance_penalty(estimator, problem(few), labels[:100]) == 0.0
-    assert search_relevance_penalty(estimator, problem(few, stands_for=5000), labels[:100]) > 0.0
-    assert search_relevance_penalty(estimator, problem(many, stands_for=80), labels) == 0.0
-    estimator.relevance_penalty = 0.5
-    assert search_relevance_penalty(estimator, problem(few), labels[:100]) == 0.5
-
-
-def test_auto_relevance_penalty_reaches_the_search_and_zeroes_irrelevant_features(monkeypatch):
-    """Above the row threshold the search gets 1e-3 times the variance of the target it fits and sets
-    irrelevant relevances to exactly 0; at the default threshold 600 rows get no penalty."""
-    import rffkit._search_refine as search_refine
-
-    seen, search = [], search_refine.search_relevances
-
-    def spy(layer, X, y, *args, relevance_penalty, **kwargs):
-        seen.append((relevance_penalty, float(y.double().var(dim=0, unbiased=False).mean())))
-        return search(layer, X, y, *args, relevance_penalty=relevance_penalty, **kwargs)
-
-    monkeypatch.setattr(search_refine, "search_relevances", spy)
-    X, y = make_jordan_se1(600, random_state=0)
-    params = dict(random_state=0, max_iter=20, linear_term=False, rescale_groups=False, align_frequencies=False)
-    model = RFFNetRegressor(**params)
-    model._settings = dataclasses.replace(DEFAULT_SETTINGS, sparse_search_rows=100)
-    relevances = model.fit(X, y).relevances_
-    assert seen and all(penalty == pytest.approx(1e-3 * variance, rel=1e-12) for penalty, variance in seen)
-    assert np.sum(relevances == 0) >= 1 and relevances[0] != 0
-    seen.clear()
-    assert np.all(RFFNetRegressor(**params).fit(X, y).relevances_ != 0)
-    assert seen and all(penalty == 0.0 for penalty, _ in seen)
-
-
 def test_the_head_is_refitted_on_every_row_at_the_penalty_the_validation_split_chose():
     """Reference: ridge on the fitted layer's features of all rows (training and validation) at ``alpha_``.
 

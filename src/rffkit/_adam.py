@@ -51,11 +51,6 @@ def _local(parameters, n_rows, loss):
     return n_rows, (math.nan if loss is None else float(loss.detach()))
 
 
-def adam_relevance_penalty(value):
-    """The estimator's ``relevance_penalty`` for the Adam solver: 'auto' is none (it applies to 'varpro')."""
-    return 0.0 if isinstance(value, str) else float(value)
-
-
 def fit_alternating_adam(
     model, loss_fn, X, y, X_val, y_val, *, alpha, learning_rate, batch_size, max_iter, n_iter_no_change, tol,
     generator, penalised, relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks,

@@ -24,7 +24,7 @@ from ._search import SearchResult, polish_relevances, remembered, search_relevan
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
 
-__all__ = ["Refined", "search_relevance_penalty", "search_and_refine", "search_and_refine_retried", "polish"]
+__all__ = ["Refined", "search_and_refine", "search_and_refine_retried", "polish"]
 
 logger = logging.getLogger("rffkit.refine")
 
@@ -57,24 +57,6 @@ def _search_progress(progress):
     return report
 
 
-def search_relevance_penalty(estimator, p, y_train):
-    """The l1 penalty on the relevances that the search adds to its GCV score.
-
-    A number given as ``relevance_penalty`` is used as it is. 'auto': on more than
-    ``settings.sparse_search_rows`` training rows the fit stands for (``p.n_train_rows``:
-    a streamed fit's sample stands for more), ``settings.sparse_search_penalty`` times the
-    mean variance of the columns of the least-squares target ``y_train`` (1 for the
-    regressor's standardised target, ``p (1 - p)`` for a class indicator), so that the
-    penalty weighs the same against a GCV score in either units; on fewer rows, none.
-    """
-    penalty, settings = estimator.relevance_penalty, estimator._settings
-    if not isinstance(penalty, str):
-        return float(penalty)
-    if (p.n_train_rows or p.X_train.shape[0]) <= settings.sparse_search_rows:
-        return 0.0
-    return settings.sparse_search_penalty * float(y_train.double().var(dim=0, unbiased=False).mean())
-
-
 def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, progress, memo=None):
     """The relevance search of ``layer`` at ``alpha``, then the refinement moves: a :class:`Refined`.
 
@@ -90,7 +72,7 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
     found = search_relevances(
         layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
         max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
-        generator=p.generator, relevance_penalty=search_relevance_penalty(estimator, p, y_train), settings=settings,
+        generator=p.generator, relevance_penalty=estimator.relevance_penalty, settings=settings,
         progress=_search_progress(progress), grams=grams, memo=memo,
     )
     searched = (found.alpha, found.head.alpha, found.relevances)
@@ -183,7 +165,7 @@ def polish(estimator, p, kept, y_train, progress):
     progress.stage(f"polish, {layer.n_components} features")
     polish_relevances(layer, p.X_train, y_train, alpha=kept.found.alpha, max_iter=settings.polish_iterations,
                       max_evaluations=evaluations, tol=settings.polish_tol, n_iter_no_change=settings.polish_patience,
-                      relevance_penalty=search_relevance_penalty(estimator, p, y_train))
+                      relevance_penalty=estimator.relevance_penalty)
     heads = kept.full_path.around(kept.head.alpha)
     head = heads.fit(layer)
     gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),

@@ -109,19 +109,6 @@ class RFFNetSettings:
     #: Degree and rows of the per-feature polynomial screen that gives the second start.
     marginal_degree: int = 3
     marginal_rows: int = 5000
-    #: ``relevance_penalty='auto'``: on more than ``sparse_search_rows`` training rows the fit
-    #: stands for (where the search is not retried, ``refined_retry_rows``) the search adds
-    #: ``sparse_search_penalty`` times the mean variance of its target's columns times
-    #: ``sum(lambda)`` to the GCV score, which sets the relevances of inputs that do not
-    #: matter to 0 (a GCV score flat in a relevance leaves it near its start); on fewer rows
-    #: none. Measured (benchmarks/results/real.md): on 28,000 rows of TV16 it put the noise
-    #: columns below the median real column and lowered the log-loss on all three splits; on
-    #: 37,500 rows of flights, movies and cps the R^2 moved within 0.003; on SE1 and SE2 at
-    #: 12,000 and 50,000 rows the test error moved between -30% and +9%; on a few hundred
-    #: or thousand rows (SE1 at 5,000: +47% on one draw; Pima, wine) it zeroed weak
-    #: relevant inputs and lost.
-    sparse_search_rows: int = 10_000
-    sparse_search_penalty: float = 1e-3
 
     # -- the refinement moves ---------------------------------------------------------------
     #: Multipliers tried on each relevance group (group rescaling).
