@@ -495,6 +495,65 @@ def test_relevance_penalty_zeroes_irrelevant_features(solver):
     assert np.all(RFFNetRegressor(**params).fit(X, y).relevances_ != 0)
 
 
+def test_auto_relevance_penalty_follows_the_rows_and_the_target_variance():
+    """'auto': none up to ``sparse_rows`` rows (those a streamed sample stands for), above them
+    ``sparse_penalty`` times the mean column variance of the search target; a number is the search's."""
+    from types import SimpleNamespace
+
+    from rffkit._search_refine import sparsity_penalty
+
+    settings = dataclasses.replace(DEFAULT_SETTINGS, sparse_rows=100, sparse_penalty=1e-3)
+    labels = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]).repeat(30, 1)  # p = 1/4: variance 3/16
+    estimator = SimpleNamespace(relevance_penalty="auto", _settings=settings)
+    many, few = torch.zeros(120, 3), torch.zeros(100, 3)
+    problem = lambda X, stands_for=None: SimpleNamespace(X_train=X, n_train_rows=stands_for)  # noqa: E731
+    assert sparsity_penalty(estimator, problem(many), labels) == pytest.approx(1e-3 * 3 / 16, rel=1e-12)
+    assert sparsity_penalty(estimator, problem(few), labels[:100]) == 0.0
+    assert sparsity_penalty(estimator, problem(few, stands_for=5000), labels[:100]) > 0.0
+    assert sparsity_penalty(estimator, problem(many, stands_for=80), labels) == 0.0
+    estimator.relevance_penalty = 0.5
+    assert sparsity_penalty(estimator, problem(many), labels) == 0.0
+
+
+def test_auto_relevance_penalty_sparsifies_after_the_search_and_keeps_the_model_it_validates(monkeypatch):
+    """Above the row threshold the search runs without a penalty and one more stage runs with 1e-3 times
+    the variance of the target it fits, setting irrelevant relevances to exactly 0; a sparser model that
+    validates worse than the threshold allows is not kept; at the default threshold 600 rows are left alone."""
+    import rffkit._search_refine as search_refine
+
+    searched, sparse = [], []
+    search, polish = search_refine.search_relevances, search_refine.polish_relevances
+
+    def search_spy(layer, X, y, *args, relevance_penalty, **kwargs):
+        searched.append(relevance_penalty)
+        return search(layer, X, y, *args, relevance_penalty=relevance_penalty, **kwargs)
+
+    def polish_spy(layer, X, y, *, relevance_penalty, **kwargs):
+        sparse.append((relevance_penalty, float(y.double().var(dim=0, unbiased=False).mean())))
+        return polish(layer, X, y, relevance_penalty=relevance_penalty, **kwargs)
+
+    monkeypatch.setattr(search_refine, "search_relevances", search_spy)
+    monkeypatch.setattr(search_refine, "polish_relevances", polish_spy)
+    X, y = make_jordan_se1(600, random_state=0)
+    params = dict(random_state=0, max_iter=20, linear_term=False, rescale_groups=False, align_frequencies=False)
+
+    def fit(**fields):
+        model = RFFNetRegressor(**params)
+        model._settings = dataclasses.replace(DEFAULT_SETTINGS, **fields)
+        return model.fit(X, y)
+
+    relevances = fit(sparse_rows=100).relevances_
+    assert searched and all(penalty == 0.0 for penalty in searched)
+    assert len(sparse) == 1 and sparse[0][0] == pytest.approx(1e-3 * sparse[0][1], rel=1e-12)
+    assert np.sum(relevances == 0) >= 1 and relevances[0] != 0
+    searched.clear(), sparse.clear()
+    dense = fit().relevances_
+    assert not sparse and np.all(dense != 0)
+    # a sparse model is kept only if its validation loss is at most z standard errors higher: not at z = -1e9
+    np.testing.assert_array_equal(fit(sparse_rows=100, sparse_z=-1e9).relevances_, dense)
+    assert len(sparse) == 1
+
+
 def test_the_head_is_refitted_on_every_row_at_the_penalty_the_validation_split_chose():
     """Reference: ridge on the fitted layer's features of all rows (training and validation) at ``alpha_``.
 

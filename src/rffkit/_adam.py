@@ -51,6 +51,12 @@ def _local(parameters, n_rows, loss):
     return n_rows, (math.nan if loss is None else float(loss.detach()))
 
 
+def fixed_relevance_penalty(value):
+    """The estimator's ``relevance_penalty`` where it is a fixed l1 penalty (Adam's, and the 'varpro'
+    search's): a number as it is, 'auto' none ('varpro' applies it after the search: :mod:`rffkit._search_refine`)."""
+    return 0.0 if isinstance(value, str) else float(value)
+
+
 def fit_alternating_adam(
     model, loss_fn, X, y, X_val, y_val, *, alpha, learning_rate, batch_size, max_iter, n_iter_no_change, tol,
     generator, penalised, relevances, relevance_penalty=0.0, make_optimisers=two_adam_blocks,

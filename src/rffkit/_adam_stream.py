@@ -50,7 +50,7 @@ import torch
 from sklearn.base import is_classifier
 
 from . import _rffnet_stream as _stream
-from ._adam import _local, alternating_adam
+from ._adam import _local, fixed_relevance_penalty, alternating_adam
 from ._progress import FitProgress
 from ._search import default_n_components
 from ._streamed_heads import _Standardiser
@@ -281,7 +281,8 @@ def fit_adam_stream(estimator, X, y):
             model, loss_fn, batches, monitor, alpha=alpha, learning_rate=estimator.learning_rate,
             max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change if estimator.early_stopping
             else None, tol=estimator.tol, penalised=[model.first_linear.weight], relevances=layer.relevances,
-            relevance_penalty=estimator.relevance_penalty, convergence_patience=estimator.n_iter_no_change,
+            relevance_penalty=fixed_relevance_penalty(estimator.relevance_penalty),
+            convergence_patience=estimator.n_iter_no_change,
             settings=settings, progress=report, reduce=_reduce_over_ranks if world_size > 1 else _local,
         )
         estimator._warn_if_not_converged(history, "adam")

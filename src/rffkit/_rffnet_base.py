@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._adam import fit_alternating_adam
+from ._adam import fixed_relevance_penalty, fit_alternating_adam
 from ._heads import RidgeHeads
 from ._kernel_or_linear import kernel_or_linear, widened
 from ._progress import FitProgress
@@ -97,7 +97,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
         "variant": [StrOptions({"cos", "cos_sin"})],
         "linear_term": ["boolean"],
         "alpha": [Interval(numbers.Real, 0, FLOAT32_MAX, closed="both"), StrOptions({"auto"})],
-        "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left")],
+        "relevance_penalty": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "rescale_groups": ["boolean"],
         "align_frequencies": ["boolean"],
         "prune_relevances": ["boolean"],
@@ -129,7 +129,7 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
 
     def __init__(
         self, *, n_components=None, kernel="gaussian", variant="cos_sin", linear_term=True, alpha="auto",
-        relevance_penalty=0.0,
+        relevance_penalty="auto",
         rescale_groups=True, align_frequencies=True, prune_relevances=True, warp_inputs=True, hidden_layer_sizes=(),
         solver="auto",
         learning_rate=1e-2, batch_size=256, max_iter=100, tol=1e-4, early_stopping=True, validation_fraction=0.1,
@@ -388,8 +388,8 @@ class BaseRFFNet(CPUPicklingMixin, BaseEstimator):
             alpha=alpha, learning_rate=self.learning_rate, batch_size=self.batch_size, max_iter=self.max_iter,
             n_iter_no_change=self.n_iter_no_change if self.early_stopping else None, tol=self.tol,
             generator=p.generator, penalised=[model.first_linear.weight], relevances=p.layer.relevances,
-            relevance_penalty=self.relevance_penalty, convergence_patience=self.n_iter_no_change,
-            settings=self._settings, progress=report,
+            relevance_penalty=fixed_relevance_penalty(self.relevance_penalty),
+            convergence_patience=self.n_iter_no_change, settings=self._settings, progress=report,
         )
         self._warn_if_not_converged(history, "adam")
         return model, history, alpha

@@ -274,16 +274,18 @@ def fit_variable_projection(
 
 
 def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, tol=0.0, n_iter_no_change=None,
-                      relevance_penalty=0.0, progress=None):
+                      relevance_penalty=0.0, n_components=None, progress=None):
     """One last stage of the search: L-BFGS on the GCV score of all of ``layer``'s features on all rows.
 
     The stages of :func:`fit_variable_projection` fit their relevances with the first
     ``floor(sqrt(m) log m)`` features; this stage uses every feature the model's head
-    uses (with ``layer``'s linear columns, when it has them), on all of ``(X, y)``, for
+    uses, or its first ``n_components`` (with ``layer``'s linear columns, when it has
+    them), on all of ``(X, y)``, for
     at most ``max_iter`` iterations and ``max_evaluations`` GCV evaluations (None: three
     per iteration), ending early after ``n_iter_no_change`` iterations (None: never) that
     lower the score by less than ``tol`` of it, and leaves ``layer`` at the iterate of lowest GCV
-    score (no validation split takes part: the caller judges the result).
+    score (with ``relevance_penalty``, of lowest penalised score; no validation split
+    takes part: the caller judges the result).
 
     Returns
     -------
@@ -292,8 +294,9 @@ def polish_relevances(layer, X, y, *, alpha, max_iter, max_evaluations=None, tol
     """
     history = FitHistory(state=snapshot(layer))
     max_evaluations = 3 * max_iter if max_evaluations is None else max_evaluations
+    s = layer.n_components if n_components is None else n_components
     stage = _Stage(
-        layer, X, y, None, None, layer.n_components, alpha=alpha, relevance_penalty=relevance_penalty, tol=tol,
+        layer, X, y, None, None, s, alpha=alpha, relevance_penalty=relevance_penalty, tol=tol,
         n_iter_no_change=n_iter_no_change, history=history, progress=progress, max_evaluations=max_evaluations,
     )
     stage.run(max_iter, max_evaluations)

@@ -9,7 +9,9 @@ interacting inputs visible that the refinement then resolves, where at the defau
 penalty it sinks among the irrelevant inputs; before the moves the two searched layers
 score alike on validation, so the choice waits for them. In that range, when
 ``settings.polish_iterations`` asks for it (not by default), :func:`polish` then continues
-the kept layer's search with all of its features.
+the kept layer's search with all of its features. Above that range, with
+``relevance_penalty='auto'``, :func:`sparsify` continues it with an l1 penalty that sets the
+relevances of inputs the model does without to 0.
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ import logging
 import math
 from typing import NamedTuple
 
+import torch
+
+from ._adam import fixed_relevance_penalty
 from ._heads import KernelGramMemo, RidgeHeads, paired_gain
 from ._refine import _Numbers, refine_layer
-from ._search import SearchResult, polish_relevances, remembered, search_relevances, stage_evaluations
+from ._search import (
+    SearchResult, default_n_components, polish_relevances, remembered, search_relevances, stage_evaluations,
+)
 from .kernels import KERNELS
 from .layers import ARDRandomFourierFeatures
 
-__all__ = ["Refined", "search_and_refine", "search_and_refine_retried", "polish"]
+__all__ = ["Refined", "sparsity_penalty", "search_and_refine", "search_and_refine_retried", "polish", "sparsify"]
 
 logger = logging.getLogger("rffkit.refine")
 
@@ -57,6 +64,22 @@ def _search_progress(progress):
     return report
 
 
+def sparsity_penalty(estimator, p, y_train):
+    """The l1 penalty on the relevances of :func:`sparsify`: 0 unless ``relevance_penalty='auto'``.
+
+    'auto': on more than ``settings.sparse_rows`` training rows the fit stands for
+    (``p.n_train_rows``: a streamed fit's sample stands for more), ``settings.sparse_penalty``
+    times the mean variance of the columns of the least-squares target ``y_train`` (1 for the
+    regressor's standardised target, ``p (1 - p)`` for a class indicator), so that it weighs
+    the same against a GCV score in either units; on fewer, 0.
+    """
+    settings = estimator._settings
+    if not isinstance(estimator.relevance_penalty, str) or (
+            (p.n_train_rows or p.X_train.shape[0]) <= settings.sparse_rows):
+        return 0.0
+    return settings.sparse_penalty * float(y_train.double().var(dim=0, unbiased=False).mean())
+
+
 def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, progress, memo=None):
     """The relevance search of ``layer`` at ``alpha``, then the refinement moves: a :class:`Refined`.
 
@@ -72,8 +95,8 @@ def search_and_refine(estimator, p, layer, y_train, y_val, alpha, auto_alpha, pr
     found = search_relevances(
         layer, p.X_train, y_train, p.X_val, y_val, alpha=alpha, auto_alpha=auto_alpha,
         max_iter=estimator.max_iter, n_iter_no_change=estimator.n_iter_no_change, tol=estimator.tol,
-        generator=p.generator, relevance_penalty=estimator.relevance_penalty, settings=settings,
-        progress=_search_progress(progress), grams=grams, memo=memo,
+        generator=p.generator, relevance_penalty=fixed_relevance_penalty(estimator.relevance_penalty),
+        settings=settings, progress=_search_progress(progress), grams=grams, memo=memo,
     )
     searched = (found.alpha, found.head.alpha, found.relevances)
     return remembered(memo, searched, p.generator, lambda: _refined(estimator, p, layer, found, grams, y_train, y_val,
@@ -131,7 +154,7 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
     draws, memo = p.generator.get_state(), {}
     kept = search_and_refine(estimator, p, p.layer, y_train, y_val, alpha, auto_alpha, progress, memo)
     if not retry:
-        return kept
+        return sparsify(estimator, p, kept, y_train, progress)
     kept_loss, after = kept.validation_loss, p.generator.get_state()
     for factor in settings.refined_retry_factors:
         p.generator.set_state(draws)  # the same screening rows and candidate frequencies
@@ -165,7 +188,7 @@ def polish(estimator, p, kept, y_train, progress):
     progress.stage(f"polish, {layer.n_components} features")
     polish_relevances(layer, p.X_train, y_train, alpha=kept.found.alpha, max_iter=settings.polish_iterations,
                       max_evaluations=evaluations, tol=settings.polish_tol, n_iter_no_change=settings.polish_patience,
-                      relevance_penalty=estimator.relevance_penalty)
+                      relevance_penalty=fixed_relevance_penalty(estimator.relevance_penalty))
     heads = kept.full_path.around(kept.head.alpha)
     head = heads.fit(layer)
     gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
@@ -174,4 +197,43 @@ def polish(estimator, p, kept, y_train, progress):
     logger.debug("polish at search penalty %g: validation loss change %.4g (threshold %.4g): %s; head penalty "
                  "%g -> %g, relevances %s -> %s", kept.found.alpha, -gain, threshold, "kept" if accepted else "rejected",
                  kept.head.alpha, head.alpha, _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
+    return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
+
+
+def sparsify(estimator, p, kept, y_train, progress):
+    """``kept`` with the relevances of the inputs it does without set to 0, or as it is.
+
+    The search leaves an input that does not matter near its start, as a GCV score flat in
+    a relevance does not move it. With a :func:`sparsity_penalty`, one more search stage
+    from the kept layer's relevances, after the refinement moves have resolved what they
+    can (a penalty in the search itself zeroes weak relevant inputs before the group
+    rescaling sees them), adds that penalty times ``sum(lambda)`` to the GCV score
+    (L-BFGS-B on ``lambda >= 0``), on ``settings.screen_rows`` rows with the first
+    ``floor(sqrt(m) log m)`` features, at the kept search's penalty, for at most
+    ``settings.sparse_evaluations`` GCV evaluations. The head is chosen again near the
+    kept head's penalty, and the sparser model replaces the kept one unless its per-sample
+    validation loss is higher by more than ``settings.sparse_z`` standard errors of the
+    paired differences.
+    """
+    settings = estimator._settings
+    penalty = sparsity_penalty(estimator, p, y_train)
+    if penalty == 0 or p.X_val is None:
+        return kept
+    n_rows = p.X_train.shape[0]
+    m = min(n_rows, settings.screen_rows)
+    s = min(kept.layer.n_components, default_n_components(m, settings))
+    rows = torch.randperm(n_rows, generator=p.generator)[:m].to(p.X_train.device)
+    layer = kept.layer.replace(relevances=kept.layer.relevances.detach().clone())
+    progress.stage(f"sparse relevances, {s} features on {m} rows")
+    polish_relevances(layer, p.X_train[rows], y_train[rows], alpha=kept.found.alpha, max_iter=estimator.max_iter,
+                      max_evaluations=settings.sparse_evaluations, tol=estimator.tol,
+                      n_iter_no_change=estimator.n_iter_no_change, relevance_penalty=penalty, n_components=s)
+    heads = kept.full_path.around(kept.head.alpha)
+    head = heads.fit(layer)
+    gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
+                                     heads.validation_losses(head, layer), settings.sparse_z)
+    accepted = math.isfinite(gain) and -gain <= threshold  # a loss, not a gain, must stay under the threshold
+    logger.debug("sparse relevances at l1 penalty %g: validation loss change %.4g (threshold %.4g): %s; relevances "
+                 "%s -> %s", penalty, -gain, threshold, "kept" if accepted else "rejected",
+                 _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
     return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
