@@ -117,7 +117,7 @@ def _refined(estimator, p, layer, found, grams, y_train, y_val, auto_alpha, prog
     # a costly (logistic) path confirms the moves at the penalty chosen for the searched
     # layer, and chooses it again, near there, once for the layer they keep
     full_path = judge
-    judge = judge.around(head.alpha, factor=1.0) if judge.costly else judge.around(head.alpha)
+    judge = _confirming(judge, head.alpha)
     moves = (estimator.linear_term, estimator.rescale_groups, estimator.align_frequencies, estimator.prune_relevances)
     if any(moves):
         aligner = KERNELS[estimator.kernel].sample_frequencies if estimator.align_frequencies else None
@@ -133,6 +133,11 @@ def _refined(estimator, p, layer, found, grams, y_train, y_val, auto_alpha, prog
     if grams is not None:
         grams.clear()
     return Refined(found, layer, head, judge, full_path, surrogate)
+
+
+def _confirming(heads, alpha):
+    """``heads`` near ``alpha`` for confirming a changed layer: a costly (logistic) path at ``alpha`` alone."""
+    return heads.around(alpha, factor=1.0) if heads.costly else heads.around(alpha)
 
 
 def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, progress):
@@ -211,9 +216,9 @@ def sparsify(estimator, p, kept, y_train, progress):
     (L-BFGS-B on ``lambda >= 0``), on ``settings.screen_rows`` rows with the first
     ``floor(sqrt(m) log m)`` features, at the kept search's penalty, for at most
     ``settings.sparse_evaluations`` GCV evaluations. The head is chosen again near the
-    kept head's penalty, and the sparser model replaces the kept one unless its per-sample
-    validation loss is higher by more than ``settings.sparse_z`` standard errors of the
-    paired differences.
+    kept head's penalty (a logistic head keeps it, as in the moves' confirmations), and
+    the sparser model replaces the kept one unless its per-sample validation loss is
+    higher by more than ``settings.sparse_z`` standard errors of the paired differences.
     """
     settings = estimator._settings
     penalty = sparsity_penalty(estimator, p, y_train)
@@ -228,7 +233,7 @@ def sparsify(estimator, p, kept, y_train, progress):
     polish_relevances(layer, p.X_train[rows], y_train[rows], alpha=kept.found.alpha, max_iter=estimator.max_iter,
                       max_evaluations=settings.sparse_evaluations, tol=estimator.tol,
                       n_iter_no_change=estimator.n_iter_no_change, relevance_penalty=penalty, n_components=s)
-    heads = kept.full_path.around(kept.head.alpha)
+    heads = _confirming(kept.full_path, kept.head.alpha)
     head = heads.fit(layer)
     gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
                                      heads.validation_losses(head, layer), settings.sparse_z)
