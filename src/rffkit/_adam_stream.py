@@ -50,7 +50,7 @@ import torch
 from sklearn.base import is_classifier
 
 from . import _rffnet_stream as _stream
-from ._adam import _local, fixed_relevance_penalty, alternating_adam
+from ._adam import _local, alternating_adam, fixed_relevance_penalty
 from ._progress import FitProgress
 from ._search import default_n_components
 from ._streamed_heads import _Standardiser

@@ -87,12 +87,12 @@ PARAMETERS = """
         ``lambda >= 0`` ('varpro'), so irrelevant features get relevance exactly 0.
         A number is the search's penalty. 'auto' with 'varpro': on more than
         10,000 training rows with a validation split, after the search and the
-        refinement moves, one more
-        search stage at 1e-3 times the variance of the search's target (1 for the
-        regressor's standardised target, ``p (1 - p)`` for each class indicator,
-        averaged over the classes), kept unless it validates worse by more than two
-        standard errors; on fewer rows none, as the penalty there also zeroes weakly
-        relevant features and costs accuracy. 'auto' with 'adam': 0.
+        refinement moves, one more search stage at 1e-3 times the variance of the
+        search's target (1 for the regressor's standardised target, ``p (1 - p)``
+        for each class indicator, averaged over the classes), kept unless it
+        validates worse by more than two standard errors; on fewer rows none, as the
+        penalty there also zeroes weakly relevant features and costs accuracy.
+        'auto' with 'adam': 0.
     rescale_groups : bool, default=True
         'varpro' only. After the search, try setting each group of similar (or of
         the weakest) relevances to 2.5 and 5 times its largest value, which escapes

@@ -194,15 +194,8 @@ def polish(estimator, p, kept, y_train, progress):
     polish_relevances(layer, p.X_train, y_train, alpha=kept.found.alpha, max_iter=settings.polish_iterations,
                       max_evaluations=evaluations, tol=settings.polish_tol, n_iter_no_change=settings.polish_patience,
                       relevance_penalty=fixed_relevance_penalty(estimator.relevance_penalty))
-    heads = kept.full_path.around(kept.head.alpha)
-    head = heads.fit(layer)
-    gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
-                                     heads.validation_losses(head, layer), settings.polish_z)
-    accepted = math.isfinite(gain) and -gain <= threshold  # a loss, not a gain, must stay under the threshold
-    logger.debug("polish at search penalty %g: validation loss change %.4g (threshold %.4g): %s; head penalty "
-                 "%g -> %g, relevances %s -> %s", kept.found.alpha, -gain, threshold, "kept" if accepted else "rejected",
-                 kept.head.alpha, head.alpha, _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
-    return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
+    return _unless_worse(kept, layer, kept.full_path.around(kept.head.alpha), settings.polish_z,
+                         f"polish at search penalty {kept.found.alpha:g}")
 
 
 def sparsify(estimator, p, kept, y_train, progress):
@@ -233,12 +226,18 @@ def sparsify(estimator, p, kept, y_train, progress):
     polish_relevances(layer, p.X_train[rows], y_train[rows], alpha=kept.found.alpha, max_iter=estimator.max_iter,
                       max_evaluations=settings.sparse_evaluations, tol=estimator.tol,
                       n_iter_no_change=estimator.n_iter_no_change, relevance_penalty=penalty, n_components=s)
-    heads = _confirming(kept.full_path, kept.head.alpha)
+    return _unless_worse(kept, layer, _confirming(kept.full_path, kept.head.alpha), settings.sparse_z,
+                         f"sparse relevances at l1 penalty {penalty:g}")
+
+
+def _unless_worse(kept, layer, heads, z, what):
+    """``kept`` with ``layer`` and its head from ``heads``, unless that model's per-sample validation
+    loss is higher by more than ``z`` standard errors of the paired differences: then ``kept``."""
     head = heads.fit(layer)
     gain, threshold, _ = paired_gain(kept.judge.validation_losses(kept.head, kept.layer),
-                                     heads.validation_losses(head, layer), settings.sparse_z)
+                                     heads.validation_losses(head, layer), z)
     accepted = math.isfinite(gain) and -gain <= threshold  # a loss, not a gain, must stay under the threshold
-    logger.debug("sparse relevances at l1 penalty %g: validation loss change %.4g (threshold %.4g): %s; relevances "
-                 "%s -> %s", penalty, -gain, threshold, "kept" if accepted else "rejected",
+    logger.debug("%s: validation loss change %.4g (threshold %.4g): %s; head penalty %g -> %g, relevances %s -> %s",
+                 what, -gain, threshold, "kept" if accepted else "rejected", kept.head.alpha, head.alpha,
                  _Numbers(kept.layer.relevances), _Numbers(layer.relevances))
     return kept._replace(layer=layer, head=head, judge=heads) if accepted else kept
