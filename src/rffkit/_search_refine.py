@@ -149,7 +149,8 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
     the run is repeated at ``alpha`` times each of ``settings.refined_retry_factors``,
     from the same start and the same generator draws, and the lowest validation loss
     wins (the first run on ties). The generator is left as after the kept run, so a
-    kept first run is the fit without retries, to the bit.
+    kept first run is the fit without retries, to the bit. Without retries the kept run
+    goes through :func:`sparsify`.
     """
     settings = estimator._settings
     retry = (auto_alpha and p.X_val is not None and p.heads is None
@@ -208,7 +209,11 @@ def sparsify(estimator, p, kept, y_train, progress):
     rescaling sees them), adds that penalty times ``sum(lambda)`` to the GCV score
     (L-BFGS-B on ``lambda >= 0``), on ``settings.screen_rows`` rows with the first
     ``floor(sqrt(m) log m)`` features, at the kept search's penalty, for at most
-    ``settings.sparse_evaluations`` GCV evaluations. The head is chosen again near the
+    ``settings.sparse_evaluations`` GCV evaluations (and within the estimator's
+    ``max_iter``, ``tol`` and ``n_iter_no_change``). It runs where
+    :func:`search_and_refine_retried` does not retry the search: with the default settings
+    ``sparse_rows`` and ``refined_retry_rows`` are equal, and a fit in the retry range gets
+    no sparse stage whatever ``sparse_rows`` says. The head is chosen again near the
     kept head's penalty (a logistic head keeps it, as in the moves' confirmations), and
     the sparser model replaces the kept one unless its per-sample validation loss is
     higher by more than ``settings.sparse_z`` standard errors of the paired differences.
@@ -220,14 +225,18 @@ def sparsify(estimator, p, kept, y_train, progress):
     n_rows = p.X_train.shape[0]
     m = min(n_rows, settings.screen_rows)
     s = min(kept.layer.n_components, default_n_components(m, settings))
+    draws = p.generator.get_state()
     rows = torch.randperm(n_rows, generator=p.generator)[:m].to(p.X_train.device)
     layer = kept.layer.replace(relevances=kept.layer.relevances.detach().clone())
     progress.stage(f"sparse relevances, {s} features on {m} rows")
     polish_relevances(layer, p.X_train[rows], y_train[rows], alpha=kept.found.alpha, max_iter=estimator.max_iter,
                       max_evaluations=settings.sparse_evaluations, tol=estimator.tol,
                       n_iter_no_change=estimator.n_iter_no_change, relevance_penalty=penalty, n_components=s)
-    return _unless_worse(kept, layer, _confirming(kept.full_path, kept.head.alpha), settings.sparse_z,
-                         f"sparse relevances at l1 penalty {penalty:g}")
+    sparse = _unless_worse(kept, layer, _confirming(kept.full_path, kept.head.alpha), settings.sparse_z,
+                           f"sparse relevances at l1 penalty {penalty:g}")
+    if sparse is kept:  # rejected: later draws (a streamed fit's head candidates) as without the stage
+        p.generator.set_state(draws)
+    return sparse
 
 
 def _unless_worse(kept, layer, heads, z, what):
