@@ -64,6 +64,11 @@ def _search_progress(progress):
     return report
 
 
+def _rows_stood_for(p):
+    """The training rows the fit stands for: ``p.n_train_rows`` for a streamed fit's sample, else ``X_train``'s."""
+    return p.n_train_rows or p.X_train.shape[0]
+
+
 def sparsity_penalty(estimator, p, y_train):
     """The l1 penalty on the relevances of :func:`sparsify`: 0 unless ``relevance_penalty='auto'``.
 
@@ -74,8 +79,7 @@ def sparsity_penalty(estimator, p, y_train):
     the same against a GCV score in either units; on fewer, 0.
     """
     settings = estimator._settings
-    if not isinstance(estimator.relevance_penalty, str) or (
-            (p.n_train_rows or p.X_train.shape[0]) <= settings.sparse_rows):
+    if not isinstance(estimator.relevance_penalty, str) or _rows_stood_for(p) <= settings.sparse_rows:
         return 0.0
     return settings.sparse_penalty * float(y_train.double().var(dim=0, unbiased=False).mean())
 
@@ -155,7 +159,7 @@ def search_and_refine_retried(estimator, p, y_train, y_val, alpha, auto_alpha, p
     settings = estimator._settings
     retry = (auto_alpha and p.X_val is not None and p.heads is None
              and p.X_train.shape[0] > settings.first_stage_rows
-             and (p.n_train_rows or p.X_train.shape[0]) <= settings.refined_retry_rows)
+             and _rows_stood_for(p) <= settings.refined_retry_rows)
     start = p.layer.replace(relevances=p.layer.relevances.detach().clone()) if retry else None
     draws, memo = p.generator.get_state(), {}
     kept = search_and_refine(estimator, p, p.layer, y_train, y_val, alpha, auto_alpha, progress, memo)
